@@ -1,0 +1,3 @@
+from pisces.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,271 @@
+"""``faux``: a scripted model built in, usable with no API key.
+
+It replies from a queue of scripted responses. A response is a dict (the JSON script format) or a
+function ``f(context, options) -> dict`` called when the request arrives. The dict form:
+
+    {"content": [                                   # blocks in order; or use the shortcuts below
+        {"type": "thinking", "thinking": "..."},
+        {"type": "text", "text": "..."},
+        {"type": "toolCall", "name": "bash", "arguments": {"command": "ls"}, "id": "optional"}],
+     "text": "...", "thinking": "...",              # shortcuts: thinking first, then text
+     "toolCalls": [{"name": ..., "arguments": {...}}],
+     "stopReason": "stop" | "length",               # default: toolUse when there are tool calls
+     "error": "message",                            # end with stopReason "error" after the content
+     "usage": {"input": N, "output": N, "cacheRead": N, "cacheWrite": N},  # default: estimated
+     "chunkSize": 8,                                # characters per streamed delta
+     "delayMs": 0}                                  # pause between chunks
+
+An empty queue ends the request with an error message, never a hang. A script file is a JSON list of
+responses, or ``{"responses": [...], "loop": true}`` to cycle through them forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections import deque
+from typing import Any, AsyncIterator, Callable, Union
+
+from pisces.ai.providers._shared import finish_usage, new_output
+from pisces.ai.types import (
+    Context,
+    DoneEvent,
+    ErrorEvent,
+    ImageContent,
+    Model,
+    StartEvent,
+    StreamOptions,
+    TextContent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingContent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCall,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+    ToolResultMessage,
+    UserMessage,
+)
+
+FauxResponse = Union[dict, Callable[[Context, StreamOptions], dict]]
+
+
+class FauxScript:
+    """The queue of scripted responses, plus every request seen (for tests)."""
+
+    def __init__(self) -> None:
+        self.queue: deque[FauxResponse] = deque()
+        self.loop_responses: list[FauxResponse] | None = None
+        self._loop_index = 0
+        self.requests: list[Context] = []
+        self.default: FauxResponse | None = None
+
+    def reset(self) -> None:
+        self.queue.clear()
+        self.loop_responses = None
+        self._loop_index = 0
+        self.requests.clear()
+        self.default = None
+
+    def enqueue(self, *responses: FauxResponse) -> None:
+        self.queue.extend(responses)
+
+    def set_loop(self, responses: list[FauxResponse]) -> None:
+        self.loop_responses = list(responses)
+        self._loop_index = 0
+
+    def next(self) -> FauxResponse | None:
+        if self.queue:
+            return self.queue.popleft()
+        if self.loop_responses:
+            r = self.loop_responses[self._loop_index % len(self.loop_responses)]
+            self._loop_index += 1
+            return r
+        return self.default
+
+    def load_file(self, path: str) -> None:
+        """Load a JSON script file. Raises ValueError with a clear message when it is malformed."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except OSError as exc:
+            raise ValueError(f"Cannot read faux script {path}: {exc.strerror or exc}") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"Faux script {path} is not valid JSON: {exc}") from None
+        loop = False
+        if isinstance(data, dict):
+            loop = bool(data.get("loop"))
+            data = data.get("responses")
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise ValueError(f"Faux script {path} must be a list of response objects "
+                             "(or {\"responses\": [...], \"loop\": true})")
+        for i, r in enumerate(data):
+            _validate(r, f"{path}: response {i}")
+        if loop:
+            self.set_loop(data)
+        else:
+            self.enqueue(*data)
+
+
+SCRIPT = FauxScript()
+
+
+def _validate(r: dict, where: str) -> None:
+    for block in r.get("content", []):
+        if not isinstance(block, dict) or block.get("type") not in ("text", "thinking", "toolCall"):
+            raise ValueError(f"{where}: content blocks must be objects of type text, thinking or toolCall")
+    for tc in r.get("toolCalls", []):
+        if not isinstance(tc, dict) or not isinstance(tc.get("name"), str):
+            raise ValueError(f"{where}: every tool call needs a 'name'")
+
+
+def _blocks(r: dict) -> list[dict]:
+    if "content" in r:
+        return list(r["content"])
+    blocks: list[dict] = []
+    if r.get("thinking"):
+        blocks.append({"type": "thinking", "thinking": r["thinking"]})
+    if r.get("text"):
+        blocks.append({"type": "text", "text": r["text"]})
+    for tc in r.get("toolCalls", []):
+        blocks.append({"type": "toolCall", **tc})
+    return blocks
+
+
+def _context_chars(context: Context) -> int:
+    n = len(context.systemPrompt) if isinstance(context.systemPrompt, str) else 0
+    for m in context.messages:
+        if isinstance(m, (UserMessage, ToolResultMessage)):
+            content = m.content
+            if isinstance(content, str):
+                n += len(content)
+            else:
+                for b in content:
+                    n += len(b.text) if isinstance(b, TextContent) else 4800 if isinstance(b, ImageContent) else 0
+        else:
+            for b in m.content:
+                if isinstance(b, TextContent):
+                    n += len(b.text)
+                elif isinstance(b, ThinkingContent):
+                    n += len(b.thinking)
+                elif isinstance(b, ToolCall):
+                    n += len(b.name) + len(json.dumps(b.arguments))
+    return n
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    if not text:
+        return [""]
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+_call_counter = [0]
+
+
+async def stream(model: Model, context: Context, options: StreamOptions) -> AsyncIterator[Any]:
+    SCRIPT.requests.append(context)
+    out = new_output(model)
+    out.responseId = f"faux-{len(SCRIPT.requests)}"
+    yield StartEvent(partial=out)
+    response = SCRIPT.next()
+    if response is None:
+        out.stopReason = "error"
+        out.errorMessage = (f"faux: no scripted response left (request {len(SCRIPT.requests)}); "
+                            "queue one with pisces.ai.providers.faux.SCRIPT.enqueue() or --faux-script FILE")
+        yield ErrorEvent(reason="error", error=out)
+        return
+    if callable(response):
+        response = response(context, options)
+    size = max(1, int(response.get("chunkSize", 8)))
+    delay = float(response.get("delayMs", 0)) / 1000
+
+    async def pause() -> None:
+        await asyncio.sleep(delay) if delay > 0 else await asyncio.sleep(0)
+
+    output_chars = 0
+    for block in _blocks(response):
+        idx = len(out.content)
+        kind = block["type"]
+        if kind == "text":
+            text = str(block.get("text", ""))
+            out.content.append(TextContent(text=""))
+            yield TextStartEvent(contentIndex=idx, partial=out)
+            for piece in _chunks(text, size):
+                await pause()
+                out.content[idx].text += piece
+                yield TextDeltaEvent(contentIndex=idx, delta=piece, partial=out)
+            output_chars += len(text)
+            yield TextEndEvent(contentIndex=idx, content=text, partial=out)
+        elif kind == "thinking":
+            text = str(block.get("thinking", ""))
+            out.content.append(ThinkingContent(thinking="", thinkingSignature=block.get("signature", "faux")))
+            yield ThinkingStartEvent(contentIndex=idx, partial=out)
+            for piece in _chunks(text, size):
+                await pause()
+                out.content[idx].thinking += piece
+                yield ThinkingDeltaEvent(contentIndex=idx, delta=piece, partial=out)
+            output_chars += len(text)
+            yield ThinkingEndEvent(contentIndex=idx, content=text, partial=out)
+        else:
+            _call_counter[0] += 1
+            tc = ToolCall(id=str(block.get("id") or f"faux_call_{_call_counter[0]}"), name=block["name"],
+                          arguments={})
+            out.content.append(tc)
+            yield ToolCallStartEvent(contentIndex=idx, partial=out)
+            raw_args = block.get("arguments", {})
+            args_json = raw_args if isinstance(raw_args, str) else json.dumps(raw_args)
+            for piece in _chunks(args_json, size):
+                await pause()
+                yield ToolCallDeltaEvent(contentIndex=idx, delta=piece, partial=out)
+            try:
+                parsed = json.loads(args_json) if args_json else {}
+            except ValueError:
+                parsed = {}
+            tc.arguments = parsed if isinstance(parsed, dict) else {}
+            output_chars += len(args_json)
+            yield ToolCallEndEvent(contentIndex=idx, toolCall=tc, partial=out)
+
+    usage = response.get("usage") or {}
+    out.usage.input = int(usage.get("input", (_context_chars(context) + 3) // 4))
+    out.usage.output = int(usage.get("output", (output_chars + 3) // 4))
+    out.usage.cacheRead = int(usage.get("cacheRead", 0))
+    out.usage.cacheWrite = int(usage.get("cacheWrite", 0))
+    finish_usage(model, out.usage)
+    if response.get("error"):
+        out.stopReason = "error"
+        out.errorMessage = str(response["error"])
+        yield ErrorEvent(reason="error", error=out)
+        return
+    has_calls = any(isinstance(b, ToolCall) for b in out.content)
+    out.stopReason = response.get("stopReason") or ("toolUse" if has_calls else "stop")
+    yield DoneEvent(reason=out.stopReason, message=out)
+
+
+# ---------------------------------------------------------------------------------------------
+# The built-in demo: looks around the working directory with the bash tool, then reports.
+# ---------------------------------------------------------------------------------------------
+def demo_response(context: Context, options: StreamOptions) -> dict:
+    last = context.messages[-1] if context.messages else None
+    if isinstance(last, ToolResultMessage):
+        text = "".join(b.text for b in last.content if isinstance(b, TextContent)).strip()
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        shown = "\n".join(f"- {ln}" for ln in lines[:20])
+        more = f"\n- ... and {len(lines) - 20} more" if len(lines) > 20 else ""
+        return {"text": f"I ran `{_demo_command()}` and found {len(lines)} entries here:\n{shown}{more}\n\n"
+                        "(This reply comes from pisces' built-in scripted `faux` model: no API key was used.)"}
+    return {"text": "Let me look at the files in the working directory.",
+            "toolCalls": [{"name": "bash", "arguments": {"command": _demo_command()}}]}
+
+
+def _demo_command() -> str:
+    return "ls -1A" if os.name != "nt" else "dir /b"
+
+
+def use_demo() -> None:
+    """Answer every request with the demo (used when ``--provider faux`` has no script)."""
+    SCRIPT.default = demo_response
