@@ -6,15 +6,15 @@ Guarantees, whatever the provider does:
 - an exception inside the provider becomes ``error`` with a readable ``errorMessage``;
 - a stream that goes silent for ``options.idleTimeoutMs`` ends with a retryable timeout error.
 
-The provider runs in its own task feeding a queue, so an abort or a stall can cancel its network read
-immediately without the provider having to cooperate.
+The provider runs in the caller's task, so every event is seen the moment it is produced (snapshots of the
+partial message are exact). An abort or a stall while the provider waits on the network cancels that wait
+(``Task.cancel`` then ``uncancel``), so providers need not watch the signal themselves.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
-from typing import AsyncIterator
+from typing import AsyncIterator, get_args
 
 from pisces.ai.providers import get_provider
 from pisces.ai.types import (
@@ -26,13 +26,21 @@ from pisces.ai.types import (
     Model,
     StartEvent,
     StreamOptions,
+    TextContent,
+    TextEndEvent,
+    ThinkingContent,
+    ThinkingEndEvent,
+    ToolCall,
+    ToolCallEndEvent,
     Usage,
     now_ms,
 )
 
 ABORTED_MESSAGE = "Request was aborted"
+# pi's text when the request is aborted before it starts (with a full stop, unlike the mid-stream one)
+ABORTED_BEFORE_START_MESSAGE = "Request was aborted."
 
-_END = object()
+_KIND = {cls: cls.__struct_config__.tag for cls in get_args(AssistantMessageEvent)}
 
 
 def _empty_output(model: Model) -> AssistantMessage:
@@ -65,111 +73,112 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
     if signal is not None and signal.aborted:
         out = _empty_output(model)
         out.stopReason = "aborted"
-        out.errorMessage = ABORTED_MESSAGE
+        out.errorMessage = ABORTED_BEFORE_START_MESSAGE
         yield ErrorEvent(reason="aborted", error=out)
         return
 
     loop = asyncio.get_running_loop()
-    buf: deque = deque()
-    waiter: list[asyncio.Future | None] = [None]
-    state = {"stalled": False}
+    task = asyncio.current_task()
+    gen = provider.stream(model, context, options)
+    # Why the stream was interrupted ("abort" or "stall"), and whether we are suspended inside the
+    # provider right now: only then is cancelling our own task the way to break its network read.
+    interrupt: list[str | None] = [None]
+    in_provider = [False]
 
-    def wake() -> None:
-        fut = waiter[0]
-        if fut is not None and not fut.done():
-            fut.set_result(None)
+    def interrupt_with(kind: str) -> None:
+        if interrupt[0] is None:
+            interrupt[0] = kind
+            if in_provider[0] and task is not None:
+                task.cancel()
 
-    async def produce() -> None:
-        try:
-            async for ev in provider.stream(model, context, options):
-                buf.append(ev)
-                wake()
-        except asyncio.CancelledError:
-            buf.append(_END)
-            wake()
-            raise
-        except BaseException as exc:  # noqa: BLE001 - converted to an error event below
-            buf.append(exc)
-        buf.append(_END)
-        wake()
-
-    task = loop.create_task(produce())
-    remove_listener = signal.add_listener(lambda: (task.cancel(), wake())) if signal is not None else None
-
+    remove_listener = signal.add_listener(lambda: interrupt_with("abort")) if signal is not None else None
     idle_s = (options.idleTimeoutMs or 0) / 1000
     timer: list[asyncio.TimerHandle | None] = [None]
-
-    def on_stall() -> None:
-        state["stalled"] = True
-        task.cancel()
-        wake()
 
     def arm() -> None:
         if idle_s > 0:
             if timer[0] is not None:
                 timer[0].cancel()
-            timer[0] = loop.call_later(idle_s, on_stall)
+            timer[0] = loop.call_later(idle_s, interrupt_with, "stall")
 
     partial: AssistantMessage | None = None
-    terminal_sent = False
+    open_blocks: dict[int, str] = {}  # contentIndex -> kind, for blocks started but not ended
+    failure: BaseException | None = None
     try:
         arm()
-        while True:
-            if not buf:
-                if signal is not None and signal.aborted or state["stalled"]:
-                    break
-                fut = loop.create_future()
-                waiter[0] = fut
-                await fut
-                waiter[0] = None
-                continue
-            item = buf.popleft()
-            if item is _END:
+        while interrupt[0] is None:
+            in_provider[0] = True
+            try:
+                item = await gen.__anext__()
+            except StopAsyncIteration:
                 break
-            if isinstance(item, BaseException):
-                out = partial or _empty_output(model)
-                if partial is None:
-                    yield StartEvent(partial=out)
-                out.stopReason = "error"
-                out.errorMessage = _describe(item)
-                terminal_sent = True
-                yield ErrorEvent(reason="error", error=out)
-                return
+            except asyncio.CancelledError:
+                if interrupt[0] is None or task is None:
+                    raise
+                task.uncancel()
+                break
+            except Exception as exc:  # noqa: BLE001 - becomes an error event
+                failure = exc
+                break
+            finally:
+                in_provider[0] = False
             arm()
-            if isinstance(item, StartEvent):
+            kind = _KIND[type(item)]
+            if kind == "start":
                 partial = item.partial
-            elif isinstance(item, (DoneEvent, ErrorEvent)):
-                terminal_sent = True
+            elif kind == "done" or kind == "error":
                 yield item
                 return
+            elif kind.endswith("_start"):
+                open_blocks[item.contentIndex] = kind[:-6]
+            elif kind.endswith("_end"):
+                open_blocks.pop(item.contentIndex, None)
             yield item
-        # the loop ended without a terminal event: aborted, stalled, or the provider just stopped
+        # no terminal event from the provider: aborted, stalled, failed, or it just stopped
         out = partial or _empty_output(model)
-        if signal is not None and signal.aborted:
-            out.stopReason = "aborted"
-            out.errorMessage = ABORTED_MESSAGE
-            terminal_sent = True
-            if partial is None:
-                yield StartEvent(partial=out)
-            yield ErrorEvent(reason="aborted", error=out)
-            return
         if partial is None:
             yield StartEvent(partial=out)
+        if interrupt[0] == "abort":
+            for ev in _close_blocks(out, open_blocks):
+                yield ev
+            out.stopReason = "aborted"
+            out.errorMessage = ABORTED_MESSAGE
+            yield ErrorEvent(reason="aborted", error=out)
+            return
         out.stopReason = "error"
-        if state["stalled"]:
-            out.errorMessage = (f"Stream stalled: the provider sent nothing for {idle_s:g} s (request timed out)")
+        if failure is not None:
+            out.errorMessage = _describe(failure)
+        elif interrupt[0] == "stall":
+            out.errorMessage = f"Stream stalled: the provider sent nothing for {idle_s:g} s (request timed out)"
         else:
             out.errorMessage = "Provider stream ended without a final message (connection lost)"
-        terminal_sent = True
         yield ErrorEvent(reason="error", error=out)
     finally:
         if timer[0] is not None:
             timer[0].cancel()
         if remove_listener is not None:
             remove_listener()
-        if not task.done():
-            task.cancel()
-        _ = terminal_sent
+        try:
+            await gen.aclose()
+        except Exception:  # noqa: BLE001 - closing a broken provider stream must not mask the result
+            pass
+
+
+def _close_blocks(out: AssistantMessage, open_blocks: dict[int, str]) -> list[AssistantMessageEvent]:
+    """End events for blocks an interrupted stream left open, in content order (as pi emits them)."""
+    events: list[AssistantMessageEvent] = []
+    for idx in sorted(open_blocks):
+        if idx >= len(out.content):
+            continue
+        block = out.content[idx]
+        if isinstance(block, TextContent):
+            events.append(TextEndEvent(contentIndex=idx, content=block.text, partial=out))
+        elif isinstance(block, ThinkingContent):
+            events.append(ThinkingEndEvent(contentIndex=idx, content=block.thinking, partial=out))
+        elif isinstance(block, ToolCall):
+            events.append(ToolCallEndEvent(contentIndex=idx, toolCall=block, partial=out))
+    open_blocks.clear()
+    return events
 
 
 async def complete(model: Model, context: Context, options: StreamOptions | None = None) -> AssistantMessage:

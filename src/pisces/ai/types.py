@@ -286,3 +286,8 @@ AssistantMessageEvent = Union[
     DoneEvent,
     ErrorEvent,
 ]
+
+
+def event_type(ev: Any) -> str:
+    """The ``type`` tag of any tagged wire struct (events, content blocks)."""
+    return ev.__struct_config__.tag

@@ -1,0 +1,254 @@
+"""The turn loop: stream the assistant message, run its tool calls, feed results back, until done.
+
+The loop knows nothing of files or sessions. It reads the agent's queues through callbacks, emits every
+event synchronously to ``emit`` (subscribers must encode or copy at once: partial messages keep changing),
+and never raises for model or tool failures: they become messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from msgspec import UNSET
+
+from pisces.agent.types import (
+    AgentEndEvent,
+    AgentStartEvent,
+    AgentTool,
+    AgentToolResult,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ToolError,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from pisces.agent.validation import validate_tool_arguments
+from pisces.ai.abort import AbortSignal
+from pisces.ai.stream import stream as default_stream
+from pisces.ai.types import (
+    AssistantMessage,
+    Context,
+    Model,
+    StreamOptions,
+    TextContent,
+    Tool,
+    ToolCall,
+    ToolResultMessage,
+    event_type,
+    now_ms,
+)
+
+# pi's result text for a tool call skipped because the user steered
+SKIPPED_FOR_STEERING = "Skipped due to queued user message."
+
+Emit = Callable[[Any], None]
+
+
+@dataclass
+class LoopConfig:
+    """What one run needs. Callables are read at each turn, so changes (model, tools) apply mid-run."""
+
+    get_model: Callable[[], Model]
+    get_system_prompt: Callable[[], str]
+    get_tools: Callable[[], list[AgentTool]]
+    get_stream_options: Callable[[], StreamOptions]
+    convert_to_llm: Callable[[list[Any]], list[Any]]
+    get_steering: Callable[[], list[Any]] = lambda: []
+    get_follow_up: Callable[[], list[Any]] = lambda: []
+    has_steering: Callable[[], bool] = lambda: False
+    get_interrupt_mode: Callable[[], str] = lambda: "immediate"
+    transform_context: Callable[[list[Any], AbortSignal], Awaitable[list[Any]]] | None = None
+    stream_fn: Callable[..., Any] = default_stream
+
+
+@dataclass
+class RunState:
+    messages: list[Any]  # the agent's context; the loop appends to it
+    new_messages: list[Any] = field(default_factory=list)
+
+
+async def run_loop(prompts: list[Any], state: RunState, config: LoopConfig, signal: AbortSignal,
+                   emit: Emit) -> list[Any]:
+    """Run until the model stops with nothing queued. ``prompts`` may be empty (continue after a retry)."""
+    emit(AgentStartEvent())
+    emit(TurnStartEvent())
+    for p in prompts:
+        _add_message(p, state, emit)
+    first_turn = True
+    pending = config.get_steering()
+    while True:
+        more_tool_calls = True
+        while more_tool_calls or pending:
+            if not first_turn:
+                emit(TurnStartEvent())
+            first_turn = False
+            for m in pending:
+                _add_message(m, state, emit)
+            pending = []
+            message = await _stream_assistant(state, config, signal, emit)
+            state.new_messages.append(message)
+            if message.stopReason in ("error", "aborted"):
+                emit(TurnEndEvent(message=message, toolResults=[]))
+                emit(AgentEndEvent(messages=state.new_messages))
+                return state.new_messages
+            calls = [b for b in message.content if isinstance(b, ToolCall)]
+            more_tool_calls = bool(calls)
+            results: list[ToolResultMessage] = []
+            if calls:
+                results = await _execute_tool_calls(calls, config, signal, emit)
+                for r in results:
+                    _add_message(r, state, emit)
+            emit(TurnEndEvent(message=message, toolResults=results))
+            pending = config.get_steering()
+        follow = config.get_follow_up()
+        if follow:
+            pending = follow
+            continue
+        break
+    emit(AgentEndEvent(messages=state.new_messages))
+    return state.new_messages
+
+
+def _add_message(m: Any, state: RunState, emit: Emit) -> None:
+    emit(MessageStartEvent(message=m))
+    emit(MessageEndEvent(message=m))
+    state.messages.append(m)
+    state.new_messages.append(m)
+
+
+async def _stream_assistant(state: RunState, config: LoopConfig, signal: AbortSignal, emit: Emit
+                            ) -> AssistantMessage:
+    messages = state.messages
+    if config.transform_context is not None:
+        messages = await config.transform_context(messages, signal)
+    tools = config.get_tools()
+    context = Context(
+        systemPrompt=config.get_system_prompt(),
+        messages=config.convert_to_llm(messages),
+        tools=[Tool(name=t.name, description=t.description, parameters=t.parameters) for t in tools]
+        if tools else UNSET,
+    )
+    options = config.get_stream_options()
+    options.signal = signal
+    model = config.get_model()
+    started = False
+    partial: AssistantMessage | None = None
+    final: AssistantMessage | None = None
+    async for ev in config.stream_fn(model, context, options):
+        kind = event_type(ev)
+        if kind == "start":
+            partial = ev.partial
+            started = True
+            state.messages.append(partial)
+            emit(MessageStartEvent(message=partial))
+        elif kind == "done" or kind == "error":
+            final = ev.message if kind == "done" else ev.error
+            break
+        else:
+            if partial is None:  # a provider that skipped ``start``
+                partial = ev.partial
+                started = True
+                state.messages.append(partial)
+                emit(MessageStartEvent(message=partial))
+            ev.partial = UNSET  # the event carries the snapshot once, in ``message``
+            emit(MessageUpdateEvent(message=partial, assistantMessageEvent=ev))
+    assert final is not None, "stream ended without a final event"
+    if started:
+        if partial is not final:
+            state.messages[state.messages.index(partial)] = final
+    else:
+        state.messages.append(final)
+        emit(MessageStartEvent(message=final))
+    emit(MessageEndEvent(message=final))
+    return final
+
+
+# ---------------------------------------------------------------------------------------------
+# Tool execution
+# ---------------------------------------------------------------------------------------------
+def _error_result(text: str, details: Any = None) -> AgentToolResult:
+    return AgentToolResult(content=[TextContent(text=text)], details={} if details in (None, UNSET) else details)
+
+
+async def _execute_tool_calls(calls: list[ToolCall], config: LoopConfig, signal: AbortSignal, emit: Emit
+                              ) -> list[ToolResultMessage]:
+    """Run one turn's tool calls concurrently. ``tool_execution_end`` comes in completion order; the
+    returned toolResult messages keep call order. In ``immediate`` interrupt mode a queued steering
+    message stops the calls still running, which get pi's "skipped" result."""
+    tools = {t.name: t for t in config.get_tools()}
+    outcomes: list[tuple[AgentToolResult, bool] | None] = [None] * len(calls)
+    signals = [AbortSignal() for _ in calls]
+    removers = [signal.add_listener(s.abort) for s in signals]
+    skipped: set[int] = set()
+    prepared: list[tuple[AgentTool, dict] | None] = []
+
+    for i, call in enumerate(calls):
+        emit(ToolExecutionStartEvent(toolCallId=call.id, toolName=call.name, args=call.arguments))
+        tool = tools.get(call.name)
+        if tool is None:
+            outcomes[i] = (_error_result(f"Tool {call.name} not found"), True)
+            prepared.append(None)
+            continue
+        args, err = validate_tool_arguments(call.name, tool.parameters, call.arguments)
+        if err is not None:
+            outcomes[i] = (_error_result(err), True)
+            prepared.append(None)
+            continue
+        prepared.append((tool, args))
+
+    def finish(i: int) -> None:
+        result, is_error = outcomes[i]  # type: ignore[misc]
+        emit(ToolExecutionEndEvent(toolCallId=calls[i].id, toolName=calls[i].name, result=result,
+                                   isError=is_error))
+
+    for i, p in enumerate(prepared):  # failures known before running end first, in call order
+        if p is None:
+            finish(i)
+
+    async def run_one(i: int, tool: AgentTool, args: dict) -> None:
+        call = calls[i]
+
+        def on_update(partial: AgentToolResult) -> None:
+            if outcomes[i] is None:
+                emit(ToolExecutionUpdateEvent(toolCallId=call.id, toolName=call.name, args=call.arguments,
+                                              partialResult=partial))
+
+        try:
+            result = await tool.execute(call.id, args, signals[i], on_update)
+            if not isinstance(result, AgentToolResult):
+                raise TypeError(f"tool {call.name} returned {type(result).__name__}, not AgentToolResult")
+            outcome = (result, False)
+        except asyncio.CancelledError:
+            raise
+        except ToolError as exc:
+            outcome = (_error_result(str(exc), exc.details), True)
+        except Exception as exc:  # noqa: BLE001 - any tool failure is a result the model can read
+            outcome = (_error_result(str(exc) or type(exc).__name__), True)
+        if i in skipped:
+            outcome = (_error_result(SKIPPED_FOR_STEERING), True)
+        outcomes[i] = outcome
+        finish(i)
+        if config.get_interrupt_mode() == "immediate" and config.has_steering():
+            for j, s in enumerate(signals):
+                if outcomes[j] is None and j not in skipped:
+                    skipped.add(j)
+                    s.abort("steering")
+
+    try:
+        await asyncio.gather(*(run_one(i, *p) for i, p in enumerate(prepared) if p is not None))
+    finally:
+        for remove in removers:
+            remove()
+
+    results = []
+    for call, outcome in zip(calls, outcomes):
+        result, is_error = outcome  # type: ignore[misc]
+        results.append(ToolResultMessage(toolCallId=call.id, toolName=call.name, content=result.content,
+                                         details=result.details, isError=is_error, timestamp=now_ms()))
+    return results
