@@ -1,0 +1,405 @@
+"""settings.json, global and per project, in pi's format.
+
+The global file is ``<agentDir>/settings.json``; the project file is ``<cwd>/.pisces/settings.json``. The
+project file wins, with nested objects merged key by key. Setters change the global file only, as pi's RPC
+setters do. They re-read the file first and change just the key being set, so keys this version does not
+know about, and edits made by another process, survive. A file that cannot be parsed is reported once on
+stderr and treated as empty; a broken global file is never overwritten.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+import threading
+from typing import Any
+
+from pisces.core import paths
+
+DEFAULT_THINKING_LEVEL = "medium"
+
+_MISSING = object()
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading, merging, migrating
+# ---------------------------------------------------------------------------------------------
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """A new dict: ``override`` wins, objects present on both sides are merged recursively."""
+    out = dict(base)
+    for key, value in override.items():
+        prev = out.get(key)
+        if isinstance(value, dict) and isinstance(prev, dict):
+            out[key] = deep_merge(prev, value)
+        else:
+            out[key] = value
+    return out
+
+
+def migrate(data: dict[str, Any]) -> dict[str, Any]:
+    """Rewrite legacy keys in place (and return ``data``)."""
+    if "queueMode" in data:
+        if "steeringMode" not in data:
+            data["steeringMode"] = data["queueMode"]
+        del data["queueMode"]
+    if "transport" not in data and isinstance(data.get("websockets"), bool):
+        data["transport"] = "websocket" if data["websockets"] else "sse"
+        del data["websockets"]
+    retry = data.get("retry")
+    if isinstance(retry, dict) and "maxDelayMs" in retry:
+        provider = retry.get("provider")
+        if not isinstance(provider, dict):
+            provider = {}
+        if "maxRetryDelayMs" not in provider:
+            provider["maxRetryDelayMs"] = retry["maxDelayMs"]
+        retry["provider"] = provider
+        del retry["maxDelayMs"]
+    skills = data.get("skills")
+    if isinstance(skills, dict):  # old {"enableSkillCommands", "customDirectories"} form
+        if "enableSkillCommands" in skills and "enableSkillCommands" not in data:
+            data["enableSkillCommands"] = skills["enableSkillCommands"]
+        dirs = skills.get("customDirectories")
+        if isinstance(dirs, list) and dirs:
+            data["skills"] = dirs
+        else:
+            del data["skills"]
+    return data
+
+
+def _parse(text: str) -> dict[str, Any]:
+    if not text.strip():
+        return {}
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("the top level must be a JSON object")
+    return migrate(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing JSON the way JSON.stringify(value, null, 2) does
+# ---------------------------------------------------------------------------------------------
+def _js_number(x: float) -> str:
+    """A float as JavaScript's Number#toString prints it."""
+    if x != x or x in (float("inf"), float("-inf")):
+        return "null"
+    if x == 0:
+        return "0"
+    from decimal import Decimal  # rarely needed; keep it off the startup path
+
+    sign, digits, exp = Decimal(repr(x)).as_tuple()
+    ds = "".join(map(str, digits)).rstrip("0")
+    exp += len(digits) - len(ds)
+    k = len(ds)
+    n = exp + k  # value = 0.ds * 10**n
+    if k <= n <= 21:
+        body = ds + "0" * (n - k)
+    elif 0 < n <= 21:
+        body = ds[:n] + "." + ds[n:]
+    elif -6 < n <= 0:
+        body = "0." + "0" * (-n) + ds
+    else:
+        e = n - 1
+        body = ds[0] + ("." + ds[1:] if k > 1 else "") + "e" + ("+" if e >= 0 else "-") + str(abs(e))
+    return ("-" if sign else "") + body
+
+
+def dumps_js(value: Any, indent: int = 2, _level: int = 0) -> str:
+    """``JSON.stringify(value, null, indent)``: same spacing, numbers and escapes, no trailing newline."""
+    if value is None or value is True or value is False:
+        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _js_number(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    pad = " " * (indent * (_level + 1))
+    end = " " * (indent * _level)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f"{pad}{json.dumps(str(k), ensure_ascii=False)}: {dumps_js(v, indent, _level + 1)}"
+                 for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + end + "}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        items = [pad + dumps_js(v, indent, _level + 1) for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + end + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to settings.json")
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Replace ``path`` with ``text`` so that readers see the old or the new file, never half of one."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings
+# ---------------------------------------------------------------------------------------------
+class Settings:
+    """Merged view of the global and project settings files, with pi's defaults."""
+
+    def __init__(self, agent_dir: str | None = None, cwd: str | None = None) -> None:
+        self.agent_dir = agent_dir if agent_dir is not None else paths.agent_dir()
+        self.cwd = cwd if cwd is not None else os.getcwd()
+        self.global_path = os.path.join(self.agent_dir, "settings.json")
+        self.project_path = os.path.join(paths.project_config_dir(self.cwd), "settings.json")
+        self.errors: list[str] = []  # every load/write problem, in order; callers may drain it
+        self._lock = threading.Lock()
+        self._global: dict[str, Any] = {}
+        self._project: dict[str, Any] = {}
+        self._global_error: str | None = None
+        self._project_error: str | None = None
+        self._merged: dict[str, Any] = {}
+        self.reload()
+
+    # -- loading ---------------------------------------------------------------------------------
+    def _load(self, path: str) -> tuple[dict[str, Any], str | None]:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except FileNotFoundError:
+            return {}, None
+        except (OSError, UnicodeDecodeError) as exc:
+            return {}, self._warn(f"could not read {path}: {exc}")
+        try:
+            return _parse(text), None
+        except ValueError as exc:
+            return {}, self._warn(f"ignoring {path}, it is not valid settings JSON ({exc})")
+
+    def _warn(self, message: str) -> str:
+        self.errors.append(message)
+        print(f"Warning: {message}", file=sys.stderr, flush=True)
+        return message
+
+    def reload(self) -> None:
+        """Read both files again."""
+        self._global, self._global_error = self._load(self.global_path)
+        self._project, self._project_error = self._load(self.project_path)
+        self._merged = deep_merge(self._global, self._project)
+
+    @property
+    def load_errors(self) -> list[str]:
+        return [e for e in (self._global_error, self._project_error) if e]
+
+    def as_dict(self) -> dict[str, Any]:
+        """A copy of the merged settings."""
+        return copy.deepcopy(self._merged)
+
+    def global_settings(self) -> dict[str, Any]:
+        return copy.deepcopy(self._global)
+
+    def project_settings(self) -> dict[str, Any]:
+        return copy.deepcopy(self._project)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Raw merged value at a dotted path (``"retry.provider.timeoutMs"``), or ``default``."""
+        node: Any = self._merged
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def _typed(self, key: str, kinds: type | tuple[type, ...], default: Any) -> Any:
+        value = self.get(key, _MISSING)
+        if value is _MISSING or value is None:
+            return default
+        if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+            return default  # True is an int in Python, never a number in JSON
+        return value if isinstance(value, kinds) else default
+
+    def _int(self, key: str, default: Any) -> Any:
+        value = self._typed(key, (int, float), default)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
+
+    # -- getters ----------------------------------------------------------------------------------
+    @property
+    def default_provider(self) -> str | None:
+        return self._typed("defaultProvider", str, None)
+
+    @property
+    def default_model(self) -> str | None:
+        return self._typed("defaultModel", str, None)
+
+    @property
+    def default_thinking_level(self) -> str | None:
+        """None when unset; callers then use ``DEFAULT_THINKING_LEVEL`` ("medium"), clamped to the model."""
+        return self._typed("defaultThinkingLevel", str, None)
+
+    @property
+    def steering_mode(self) -> str:
+        return self._typed("steeringMode", str, None) or "one-at-a-time"
+
+    @property
+    def follow_up_mode(self) -> str:
+        return self._typed("followUpMode", str, None) or "one-at-a-time"
+
+    @property
+    def interrupt_mode(self) -> str:
+        return self._typed("interruptMode", str, None) or "immediate"
+
+    @property
+    def transport(self) -> str:
+        return self._typed("transport", str, "sse")
+
+    @property
+    def theme(self) -> str | None:
+        return self._typed("theme", str, None)
+
+    @property
+    def compaction_enabled(self) -> bool:
+        return self._typed("compaction.enabled", bool, True)
+
+    @property
+    def compaction_reserve_tokens(self) -> int:
+        return self._int("compaction.reserveTokens", 16384)
+
+    @property
+    def compaction_keep_recent_tokens(self) -> int:
+        return self._int("compaction.keepRecentTokens", 20000)
+
+    @property
+    def branch_summary_reserve_tokens(self) -> int:
+        return self._int("branchSummary.reserveTokens", 16384)
+
+    @property
+    def branch_summary_skip_prompt(self) -> bool:
+        return self._typed("branchSummary.skipPrompt", bool, False)
+
+    @property
+    def retry_enabled(self) -> bool:
+        return self._typed("retry.enabled", bool, True)
+
+    @property
+    def retry_max_retries(self) -> int:
+        return self._int("retry.maxRetries", 3)
+
+    @property
+    def retry_base_delay_ms(self) -> int:
+        return self._int("retry.baseDelayMs", 2000)
+
+    @property
+    def retry_provider_timeout_ms(self) -> int | None:
+        """None: leave the SDK's default."""
+        return self._int("retry.provider.timeoutMs", None)
+
+    @property
+    def retry_provider_max_retries(self) -> int | None:
+        """None: leave the SDK's default."""
+        return self._int("retry.provider.maxRetries", None)
+
+    @property
+    def retry_provider_max_retry_delay_ms(self) -> int:
+        return self._int("retry.provider.maxRetryDelayMs", 60000)
+
+    @property
+    def shell_path(self) -> str | None:
+        return self._typed("shellPath", str, None)
+
+    @property
+    def shell_command_prefix(self) -> str | None:
+        return self._typed("shellCommandPrefix", str, None)
+
+    @property
+    def session_dir(self) -> str | None:
+        value = self._typed("sessionDir", str, None)
+        return os.path.expanduser(value) if value else None
+
+    @property
+    def enabled_models(self) -> list[str] | None:
+        value = self._typed("enabledModels", list, None)
+        return [v for v in value if isinstance(v, str)] if value is not None else None
+
+    @property
+    def thinking_budgets(self) -> dict[str, int] | None:
+        value = self._typed("thinkingBudgets", dict, None)
+        if value is None:
+            return None
+        return {k: int(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+    @property
+    def block_images(self) -> bool:
+        return self._typed("images.blockImages", bool, False)
+
+    @property
+    def auto_resize_images(self) -> bool:
+        return self._typed("images.autoResize", bool, True)
+
+    @property
+    def enable_skill_commands(self) -> bool:
+        return self._typed("enableSkillCommands", bool, True)
+
+    # -- setters (global file only) --------------------------------------------------------------
+    def set_default_model(self, provider: str, model_id: str) -> None:
+        self._set_global([("defaultProvider", None, provider), ("defaultModel", None, model_id)])
+
+    def set_default_thinking_level(self, level: str) -> None:
+        self._set_global([("defaultThinkingLevel", None, level)])
+
+    def set_steering_mode(self, mode: str) -> None:
+        self._set_global([("steeringMode", None, mode)])
+
+    def set_follow_up_mode(self, mode: str) -> None:
+        self._set_global([("followUpMode", None, mode)])
+
+    def set_interrupt_mode(self, mode: str) -> None:
+        self._set_global([("interruptMode", None, mode)])
+
+    def set_compaction_enabled(self, enabled: bool) -> None:
+        self._set_global([("compaction", "enabled", bool(enabled))])
+
+    def set_retry_enabled(self, enabled: bool) -> None:
+        self._set_global([("retry", "enabled", bool(enabled))])
+
+    def set_enabled_models(self, patterns: list[str] | None) -> None:
+        self._set_global([("enabledModels", None, list(patterns) if patterns is not None else None)])
+
+    @staticmethod
+    def _apply(target: dict[str, Any], changes: list[tuple[str, str | None, Any]]) -> None:
+        for key, nested, value in changes:
+            if nested is None:
+                if value is None:
+                    target.pop(key, None)
+                else:
+                    target[key] = value
+            else:
+                section = target.get(key)
+                if not isinstance(section, dict):
+                    section = {}
+                    target[key] = section
+                section[nested] = value
+
+    def _set_global(self, changes: list[tuple[str, str | None, Any]]) -> None:
+        with self._lock:
+            self._apply(self._global, changes)
+            self._merged = deep_merge(self._global, self._project)
+            if self._global_error:
+                return  # never overwrite a file the user has to repair; the change lives in memory
+            try:
+                try:
+                    with open(self.global_path, encoding="utf-8") as f:
+                        on_disk = _parse(f.read())
+                except FileNotFoundError:
+                    on_disk = {}
+                self._apply(on_disk, changes)
+                write_atomic(self.global_path, dumps_js(on_disk))
+            except (OSError, ValueError, TypeError) as exc:
+                self._warn(f"could not save {self.global_path}: {exc}")
