@@ -1,0 +1,112 @@
+"""Command-line parsing: flags in, a mode out. Heavy imports happen only once a mode is chosen."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Sequence
+
+from pisces import __version__
+
+THINKING_CHOICES = ("off", "minimal", "low", "medium", "high", "xhigh")
+MODES = ("text", "json", "rpc")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # one clear line and exit 2, no usage dump
+        sys.stderr.write(f"pisces: {message}\nTry 'pisces --help' for the options.\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="pisces",
+        description="A coding agent. Its headless RPC mode speaks pi's JSON-lines protocol on stdin/stdout.",
+        epilog="Examples:\n"
+               "  pisces --provider faux -p \"What files are here?\"   # built-in scripted model, no key\n"
+               "  pisces --mode rpc                                    # JSON lines on stdin/stdout\n"
+               "  pisces --model anthropic/claude-sonnet-4-5 -p \"Explain main.py\"\n"
+               "  echo 'review this' | pisces -p                       # piped stdin joins the prompt\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("messages", nargs="*", help="the prompt (several arguments are sent one after another)")
+    p.add_argument("--version", "-v", action="version", version=f"pisces {__version__}")
+    p.add_argument("--provider", help="provider name (anthropic, openai, google, faux, or one from models.json)")
+    p.add_argument("--model", help="model id, provider/id, or a pattern; a ':<thinking>' suffix sets the level")
+    p.add_argument("--models", help="comma-separated model patterns to cycle through (cycle_model)")
+    p.add_argument("--api-key", dest="api_key", help="API key for the selected provider (overrides env and auth.json)")
+    p.add_argument("--thinking", type=_choice(THINKING_CHOICES, "--thinking"), help="thinking level: "
+                   + ", ".join(THINKING_CHOICES))
+    p.add_argument("--mode", type=_choice(MODES, "--mode"), default=None, help="output mode: text (default), json, rpc")
+    p.add_argument("-p", "--print", dest="print_mode", action="store_true",
+                   help="answer the prompt, print the final text and exit")
+    p.add_argument("--no-session", dest="no_session", action="store_true", help="keep the session in memory only")
+    p.add_argument("--session-dir", dest="session_dir", help="directory for session files")
+    p.add_argument("--session", help="open this session file (path or id)")
+    p.add_argument("-c", "--continue", dest="continue_session", action="store_true",
+                   help="continue the most recent session of this directory")
+    p.add_argument("--tools", help="comma-separated tools to enable (read,bash,edit,write,grep,find,ls)")
+    p.add_argument("--no-tools", dest="no_tools", action="store_true", help="start with no tools")
+    p.add_argument("--system-prompt", dest="system_prompt", help="replace the system prompt")
+    p.add_argument("--append-system-prompt", dest="append_system_prompt", help="append to the system prompt")
+    p.add_argument("--no-context-files", dest="no_context_files", action="store_true",
+                   help="do not read AGENTS.md / CLAUDE.md")
+    p.add_argument("--faux-script", dest="faux_script", metavar="FILE",
+                   help="JSON script of replies for the built-in faux model (implies --provider faux)")
+    p.add_argument("--export", nargs="+", metavar=("SESSION", "OUT"),
+                   help="write SESSION (a .jsonl file) as a self-contained HTML file and exit")
+    p.add_argument("--no-ready", dest="no_ready", action="store_true",
+                   help="RPC mode: do not send the {\"type\":\"ready\"} frame at start-up")
+    return p
+
+
+def _choice(choices: Sequence[str], flag: str) -> Any:
+    def parse(value: str) -> str:
+        if value not in choices:
+            raise argparse.ArgumentTypeError(f"invalid value '{value}' for {flag}: choose one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.export:
+        if len(args.export) > 2:
+            return _fail("--export takes a session file and an optional output path")
+        from pisces.modes.export_cli import run_export
+
+        return run_export(args.export[0], args.export[1] if len(args.export) > 1 else None)
+    mode = args.mode or "text"
+    if args.faux_script and not args.provider:
+        args.provider = "faux"
+    if mode == "rpc":
+        if args.print_mode:
+            return _fail("-p/--print cannot be combined with --mode rpc")
+        if any(m.startswith("@") for m in args.messages):
+            return _fail("@file arguments are not supported in RPC mode")
+        from pisces.modes.rpc.main import run_rpc
+
+        return run_rpc(args)
+    if mode == "json" or args.print_mode:
+        from pisces.modes.print import run_print
+
+        return run_print(args, json_events=(mode == "json"))
+    if not args.messages and sys.stdin.isatty():
+        return _fail("the interactive terminal UI is not built yet: use -p \"prompt\", --mode json or --mode rpc")
+    from pisces.modes.print import run_print
+
+    return run_print(args, json_events=False)
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"pisces: {message}\n")
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
+
+
+_ = os

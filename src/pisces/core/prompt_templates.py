@@ -1,0 +1,93 @@
+"""Prompt templates: ``prompts/*.md`` in the agent dir and in ``.pisces/prompts`` of the project.
+
+``/name args`` at the start of a prompt is replaced by the template, with ``$1``..``$9`` and ``$@``
+(all arguments) substituted. ``get_commands`` lists the templates.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from typing import Any
+
+from pisces.core.paths import agent_dir, project_config_dir
+
+
+def _template_dirs(cwd: str) -> list[tuple[str, str]]:
+    return [(os.path.join(agent_dir(), "prompts"), "user"), (os.path.join(project_config_dir(cwd), "prompts"), "project")]
+
+
+def _split_frontmatter(text: str) -> tuple[dict[str, str], str]:
+    if not text.startswith("---\n"):
+        return {}, text
+    end = text.find("\n---", 4)
+    if end < 0:
+        return {}, text
+    meta = {}
+    for line in text[4:end].splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            meta[k.strip()] = v.strip().strip("'\"")
+    body = text[end + 4:]
+    return meta, body[1:] if body.startswith("\n") else body
+
+
+def load_templates(cwd: str) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for directory, scope in _template_dirs(cwd):
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            continue
+        for fname in names:
+            if not fname.endswith(".md"):
+                continue
+            path = os.path.join(directory, fname)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    meta, body = _split_frontmatter(f.read())
+            except OSError:
+                continue
+            first = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
+            found[fname[:-3]] = {"path": path, "scope": scope, "body": body,
+                                 "description": meta.get("description") or first[:80]}
+    return found
+
+
+def list_prompt_commands(cwd: str) -> list[dict[str, Any]]:
+    out = []
+    for name, t in load_templates(cwd).items():
+        cmd: dict[str, Any] = {"name": name}
+        if t["description"]:
+            cmd["description"] = t["description"]
+        cmd["source"] = "prompt"
+        cmd["sourceInfo"] = {"path": t["path"], "source": "local", "scope": t["scope"], "origin": "top-level"}
+        out.append(cmd)
+    return out
+
+
+_ARG = re.compile(r"\$(@|\d)")
+
+
+def expand_prompt_template(cwd: str, text: str) -> str:
+    if not text.startswith("/"):
+        return text
+    head, _, rest = text[1:].partition(" ")
+    templates = load_templates(cwd) if head else {}
+    template = templates.get(head)
+    if template is None:
+        return text
+    try:
+        args = shlex.split(rest)
+    except ValueError:
+        args = rest.split()
+
+    def sub(m: re.Match) -> str:
+        key = m.group(1)
+        if key == "@":
+            return " ".join(args)
+        i = int(key) - 1
+        return args[i] if 0 <= i < len(args) else ""
+
+    return _ARG.sub(sub, template["body"])

@@ -1,0 +1,117 @@
+"""Auto-retry of transient provider errors, with exponential back-off (pi's semantics and events).
+
+After a failed run: if the error is transient and retries remain, ``auto_retry_start`` is emitted, the
+error message leaves the in-memory context (the file keeps it), the back-off sleeps (``abort_retry`` and
+``abort`` cancel it), and the session continues the run. The first good reply emits
+``auto_retry_end{success:true}``; exhaustion or cancellation emit it with ``success:false``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from pisces.ai.types import AssistantMessage
+
+# pi's pattern for errors worth retrying
+RETRYABLE = re.compile(
+    r"overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504|"
+    r"service.?unavailable|server.?error|internal.?error|network.?error|connection.?error|"
+    r"connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed|fetch failed|"
+    r"upstream.?connect|reset before headers|socket hang up|ended without|"
+    r"http2 request did not get a response|timed? out|timeout|terminated|retry delay",
+    re.I,
+)
+# Errors that mean the context is too long: compaction handles those, never a retry.
+OVERFLOW = re.compile(
+    r"prompt is too long|exceeds the context window|maximum context length is \d+ tokens|"
+    r"context[_ ]length[_ ]exceeded|too many tokens|input is too long|exceeds the maximum|"
+    r"reduce the length of the messages|context window",
+    re.I,
+)
+_RETRY_AFTER = re.compile(r"retry[- ]after[:= ]+(\d+(?:\.\d+)?)\s*(ms|s|seconds?)?|retry in (\d+(?:\.\d+)?)\s*(ms|s)", re.I)
+
+
+def is_overflow_error(message: str | None) -> bool:
+    return bool(message) and bool(OVERFLOW.search(message or "")) and not re.search(r"rate.?limit|too many requests",
+                                                                                       message or "", re.I)
+
+
+def is_retryable_error(message: str | None) -> bool:
+    if not message or is_overflow_error(message):
+        return False
+    return bool(RETRYABLE.search(message))
+
+
+def retry_after_ms(message: str) -> int | None:
+    """A server's own wait, when the error text carries one (``Retry-After: 7``, ``retry in 2s``)."""
+    m = _RETRY_AFTER.search(message or "")
+    if not m:
+        return None
+    value, unit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    n = float(value)
+    return int(n if unit and unit.lower() == "ms" else n * 1000)
+
+
+class RetryPolicy:
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.attempt = 0
+        self._cancel: asyncio.Event | None = None
+
+    @property
+    def waiting(self) -> bool:
+        return self._cancel is not None
+
+    def cancel(self) -> None:
+        if self._cancel is not None:
+            self._cancel.set()
+
+    def _end(self, success: bool, final_error: str | None = None) -> None:
+        event: dict[str, Any] = {"type": "auto_retry_end", "success": success, "attempt": self.attempt}
+        if final_error is not None:
+            event["finalError"] = final_error
+        self.attempt = 0
+        self.session.emit(event)
+
+    def on_reply(self, message: AssistantMessage) -> None:
+        """A good reply arrived: a retry sequence in progress has succeeded."""
+        if self.attempt > 0:
+            self._end(True)
+
+    async def handle_error(self, last: AssistantMessage) -> bool:
+        """Returns True when the caller should continue the run (a retry is due)."""
+        settings = self.session.settings
+        error = last.errorMessage if isinstance(last.errorMessage, str) else ""
+        if not settings.retry_enabled or not is_retryable_error(error):
+            if self.attempt > 0:  # a retry ended in an error that is not worth retrying
+                self._end(False, error)
+            return False
+        max_retries = settings.retry_max_retries
+        if self.attempt >= max_retries:
+            self._end(False, error)
+            return False
+        self.attempt += 1
+        delay = settings.retry_base_delay_ms * (2 ** (self.attempt - 1))
+        server_wait = retry_after_ms(error)
+        if server_wait is not None:
+            delay = max(delay, server_wait)
+        delay = min(delay, settings.retry_provider_max_retry_delay_ms)
+        self.session.emit({"type": "auto_retry_start", "attempt": self.attempt, "maxAttempts": max_retries,
+                           "delayMs": delay, "errorMessage": error})
+        messages = self.session.agent.messages
+        if messages and messages[-1] is last:
+            messages.pop()  # out of the context sent to the model; the session file keeps it
+        self._cancel = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._cancel.wait(), timeout=delay / 1000)
+            cancelled = True
+        except asyncio.TimeoutError:
+            cancelled = False
+        finally:
+            self._cancel = None
+        if cancelled:
+            self._end(False, "Retry cancelled")
+            return False
+        return True

@@ -1,0 +1,627 @@
+"""AgentSession: the one object a mode drives.
+
+It composes small collaborators: the Agent (loop, queues), the SessionManager (the JSONL tree), Settings,
+the ModelRegistry, the tools, the auto-retry policy, the compactor and the RPC bash runner. It forwards the
+agent's events to its subscribers and adds the session-level ones (queue_update, thinking_level_changed,
+session_info_changed, session_changed, auto_retry_*, compaction_*, agent_settled).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, Awaitable, Callable
+
+from pisces.agent.agent import Agent
+from pisces.agent.types import AgentTool, MessageEndEvent, MessageStartEvent
+from pisces.ai.models import clamp_thinking_level
+from pisces.ai.types import AssistantMessage, Model, StreamOptions, TextContent, UserMessage, now_ms
+from pisces.core import session_views as views
+from pisces.core.hooks import Hooks
+from pisces.core.prompt_templates import expand_prompt_template, list_prompt_commands
+from pisces.core.models_registry import UNKNOWN_MODEL, ModelRegistry, next_thinking_level
+from pisces.core.retry import RetryPolicy
+from pisces.core.settings import Settings
+from pisces.core.store import SessionManager, convert_to_llm, entry_type, list_sessions
+
+Listener = Callable[[Any], None]
+
+BUSY_ERROR = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
+DEFAULT_IDLE_TIMEOUT_MS = 300_000  # a provider silent this long ends the request as a (retryable) timeout
+
+
+class SessionError(Exception):
+    """A user-facing error (its text is the RPC error string)."""
+
+
+class AgentSession:
+    def __init__(self, *, cwd: str, settings: Settings, registry: ModelRegistry, store: SessionManager,
+                 model: Model | None, thinking_level: str, tools: dict[str, AgentTool], active_tools: list[str],
+                 system_prompt_builder: Callable[[list[AgentTool]], str]) -> None:
+        self.cwd = cwd
+        self.settings = settings
+        self.registry = registry
+        self.store = store
+        self.all_tools = tools
+        self._build_system_prompt = system_prompt_builder
+        self.hooks = Hooks()
+        self.scope_patterns: list[str] | None = None  # --models, else settings enabledModels
+        self._listeners: list[Listener] = []
+        self._steering_texts: list[str] = []
+        self._follow_up_texts: list[str] = []
+        self._pending_bash: list[Any] = []  # RPC bash results held while a run streams
+        self._context_unknown = False  # right after a compaction, until the next reply
+        self._settle_waiters = 0
+        self.retry = RetryPolicy(self)
+        self.compactor: Any = None  # set by pisces.core.compaction when built (see _compactor())
+        self.bash_runner: Any = None
+        self.is_compacting = False
+        self._run_lock = asyncio.Lock()
+        self.agent = Agent(
+            model=model or UNKNOWN_MODEL,
+            tools=[tools[n] for n in active_tools if n in tools],
+            thinking_level=thinking_level,
+            convert_to_llm=convert_to_llm,
+            stream_options=self._stream_options,
+            steering_mode=settings.steering_mode,
+            follow_up_mode=settings.follow_up_mode,
+            interrupt_mode=settings.interrupt_mode,
+        )
+        self.agent.system_prompt = system_prompt_builder(self.agent.tools)
+        self.agent.subscribe(self._on_agent_event)
+        self._load_context(initial=True)
+
+    # ------------------------------------------------------------------------------------------
+    # Events
+    # ------------------------------------------------------------------------------------------
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def emit(self, event: Any) -> None:
+        for listener in list(self._listeners):
+            listener(event)
+
+    def _on_agent_event(self, event: Any) -> None:
+        if isinstance(event, MessageStartEvent) and isinstance(event.message, UserMessage):
+            self._dequeue_text(views.user_text(event.message))
+        self.emit(event)
+        if isinstance(event, MessageEndEvent):
+            msg = event.message
+            self.store.append_message(msg)
+            if isinstance(msg, AssistantMessage) and msg.stopReason != "error":
+                self._context_unknown = False
+                self.retry.on_reply(msg)
+
+    # ------------------------------------------------------------------------------------------
+    # Queues
+    # ------------------------------------------------------------------------------------------
+    @property
+    def pending_count(self) -> int:
+        return len(self._steering_texts) + len(self._follow_up_texts)
+
+    def _emit_queue(self) -> None:
+        self.emit({"type": "queue_update", "steering": list(self._steering_texts),
+                   "followUp": list(self._follow_up_texts)})
+        n = self.pending_count
+        self.emit({"type": "queue_changed", "pendingMessageCount": n, "queuedMessageCount": n})
+
+    def _dequeue_text(self, text: str) -> None:
+        for queue in (self._steering_texts, self._follow_up_texts):
+            if text in queue:
+                queue.remove(text)
+                self._emit_queue()
+                return
+
+    def _user_message(self, text: str, images: list[Any] | None) -> UserMessage:
+        return UserMessage(content=[TextContent(text=text), *(images or [])], timestamp=now_ms())
+
+    def steer(self, text: str, images: list[Any] | None = None) -> None:
+        self.agent.steer(self._user_message(text, images))
+        self._steering_texts.append(text)
+        self._emit_queue()
+
+    def follow_up(self, text: str, images: list[Any] | None = None) -> None:
+        self.agent.follow_up(self._user_message(text, images))
+        self._follow_up_texts.append(text)
+        self._emit_queue()
+
+    def clear_queue(self) -> tuple[list[str], list[str]]:
+        self.agent.clear_queues()
+        steering, follow = self._steering_texts, self._follow_up_texts
+        self._steering_texts, self._follow_up_texts = [], []
+        self._emit_queue()
+        return steering, follow
+
+    # ------------------------------------------------------------------------------------------
+    # Prompting
+    # ------------------------------------------------------------------------------------------
+    @property
+    def is_streaming(self) -> bool:
+        return self.agent.is_streaming
+
+    @property
+    def is_busy(self) -> bool:
+        """Streaming, retrying (back-off included), or compacting: a new prompt must wait or queue."""
+        return self.agent.is_streaming or self._run_lock.locked() or self.is_compacting
+
+    def _stream_options(self, model: Model) -> StreamOptions:
+        s = self.settings
+        opts = StreamOptions(
+            apiKey=self.registry.get_api_key(model),
+            headers=self.registry.headers(model) or {},
+            reasoning=None if self.agent.thinking_level == "off" else self.agent.thinking_level,
+            sessionId=self.store.get_session_id(),
+            timeoutMs=s.retry_provider_timeout_ms,
+            idleTimeoutMs=int(s.get("retry.provider.idleTimeoutMs", DEFAULT_IDLE_TIMEOUT_MS) or 0),
+            thinkingBudgets=s.thinking_budgets,
+        )
+        if s.retry_provider_max_retries is not None:
+            opts.maxRetries = s.retry_provider_max_retries
+        return opts
+
+    def _check_model(self) -> None:
+        model = self.agent.model
+        if model is UNKNOWN_MODEL or model.provider == "unknown" or not self.registry.has_auth(model):
+            raise SessionError(_no_key_error())
+
+    async def prompt(self, text: str, *, images: list[Any] | None = None, streaming_behavior: str | None = None,
+                     on_accepted: Callable[[], None] | None = None) -> None:
+        """Preflight, then ``on_accepted()``, then the run (awaited to its very end, retries included).
+        While the agent is busy the message is queued per ``streaming_behavior``; without one it is refused,
+        except during compaction or a retry back-off, where it waits its turn instead of being dropped."""
+        accepted = on_accepted or (lambda: None)
+        if self.agent.is_streaming:
+            if streaming_behavior is None:
+                raise SessionError(BUSY_ERROR)
+            (self.follow_up if streaming_behavior == "followUp" else self.steer)(text, images)
+            accepted()
+            return
+        self._check_model()
+        if self._run_lock.locked() or self.is_compacting:
+            if streaming_behavior is not None and self._run_lock.locked() and not self.is_compacting:
+                (self.follow_up if streaming_behavior == "followUp" else self.steer)(text, images)
+                accepted()
+                return
+            accepted()
+            accepted = lambda: None  # noqa: E731 - answered once
+        async with self._run_lock:
+            await self._wait_compaction()
+            self._flush_pending_bash()
+            await self._before_prompt_compaction()
+            text = expand_prompt_template(self.cwd, text)
+            message = self._user_message(text, images)
+            accepted()
+            await self._run(lambda: self.agent.prompt([message]))
+
+    async def _run(self, start: Callable[[], Awaitable[Any]]) -> None:
+        """One user-visible run: the agent run, then retries and compaction as the outcome asks."""
+        await start()
+        while True:
+            last = self.last_assistant_message()
+            if last is None or last.stopReason != "error":
+                break
+            action = await self._after_error(last)
+            if action is None:
+                break
+            await self.agent.continue_()
+        await self._after_run()
+        self.emit({"type": "agent_settled"})
+
+    async def _after_error(self, last: AssistantMessage) -> str | None:
+        """Decide what follows a failed reply: overflow compaction, a retry, or nothing."""
+        compactor = self._compactor(required=False)
+        if compactor is not None and await compactor.handle_overflow(last):
+            return "compacted"
+        if await self.retry.handle_error(last):
+            return "retry"
+        return None
+
+    async def _after_run(self) -> None:
+        compactor = self._compactor(required=False)
+        if compactor is not None:
+            await compactor.check_threshold()
+
+    async def _before_prompt_compaction(self) -> None:
+        compactor = self._compactor(required=False)
+        if compactor is not None:
+            await compactor.check_threshold(before_prompt=True)
+
+    async def _wait_compaction(self) -> None:
+        compactor = self._compactor(required=False)
+        if compactor is not None:
+            await compactor.wait_idle()
+
+    def _compactor(self, required: bool = True) -> Any:
+        if self.compactor is None and required:
+            raise SessionError("Compaction is not implemented yet")
+        return self.compactor
+
+    async def abort(self) -> None:
+        """Stop everything in flight (retry wait, run, compaction) and return once idle."""
+        self.retry.cancel()
+        compactor = self._compactor(required=False)
+        if compactor is not None:
+            compactor.abort()
+        self.agent.abort()
+        await self.agent.wait_for_idle()
+
+    def last_assistant_message(self) -> AssistantMessage | None:
+        for m in reversed(self.agent.messages):
+            if isinstance(m, AssistantMessage):
+                return m
+        return None
+
+    # ------------------------------------------------------------------------------------------
+    # Model and thinking
+    # ------------------------------------------------------------------------------------------
+    @property
+    def model(self) -> Model:
+        return self.agent.model
+
+    def available_models(self) -> list[Model]:
+        return self.registry.get_available()
+
+    def set_model_by_id(self, provider: Any, model_id: Any) -> Model:
+        model = None
+        if isinstance(provider, str) and isinstance(model_id, str):
+            model = next((m for m in self.available_models() if m.provider == provider and m.id == model_id), None)
+        if model is None:
+            raise SessionError(f"Model not found: {_js(provider)}/{_js(model_id)}")
+        self.set_model(model)
+        return model
+
+    def set_model(self, model: Model, thinking_level: str | None = None) -> None:
+        self.agent.model = model
+        self.store.append_model_change(model.provider, model.id)
+        self.settings.set_default_model(model.provider, model.id)
+        wanted = thinking_level or self.settings.default_thinking_level or "medium"
+        self._apply_thinking_level(clamp_thinking_level(model, wanted), persist=thinking_level is not None)
+
+    def cycle_model(self) -> dict[str, Any] | None:
+        nxt = self.registry.next_in_scope(self.agent.model, self.scope_patterns or self.settings.enabled_models)
+        if nxt is None:
+            return None
+        model, level, scoped = nxt
+        self.set_model(model, level)
+        return {"model": model, "thinkingLevel": self.agent.thinking_level, "isScoped": scoped}
+
+    def _apply_thinking_level(self, level: str, persist: bool = True) -> None:
+        if level == self.agent.thinking_level:
+            return
+        self.agent.thinking_level = level
+        self.store.append_thinking_level_change(level)
+        if persist and self.agent.model.reasoning:
+            self.settings.set_default_thinking_level(level)
+        self.emit({"type": "thinking_level_changed", "level": level})
+
+    def set_thinking_level(self, level: str) -> None:
+        if level not in ("off", "minimal", "low", "medium", "high", "xhigh"):
+            raise SessionError(f"Invalid thinking level '{level}': use off, minimal, low, medium, high or xhigh")
+        self._apply_thinking_level(clamp_thinking_level(self.agent.model, level))
+
+    def cycle_thinking_level(self) -> str | None:
+        level = next_thinking_level(self.agent.model, self.agent.thinking_level)
+        if level is None:
+            return None
+        self._apply_thinking_level(level)
+        return level
+
+    # ------------------------------------------------------------------------------------------
+    # Modes and switches
+    # ------------------------------------------------------------------------------------------
+    def set_steering_mode(self, mode: str) -> None:
+        self.agent.steering_mode = mode
+        self.settings.set_steering_mode(mode)
+
+    def set_follow_up_mode(self, mode: str) -> None:
+        self.agent.follow_up_mode = mode
+        self.settings.set_follow_up_mode(mode)
+
+    def set_interrupt_mode(self, mode: str) -> None:
+        self.agent.interrupt_mode = mode
+        self.settings.set_interrupt_mode(mode)
+
+    def set_auto_compaction(self, enabled: bool) -> None:
+        self.settings.set_compaction_enabled(enabled)
+
+    def set_auto_retry(self, enabled: bool) -> None:
+        self.settings.set_retry_enabled(enabled)
+
+    def abort_retry(self) -> None:
+        self.retry.cancel()
+
+    # ------------------------------------------------------------------------------------------
+    # State
+    # ------------------------------------------------------------------------------------------
+    @property
+    def messages(self) -> list[Any]:
+        return self.agent.messages
+
+    def get_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "model": self.agent.model,
+            "thinkingLevel": self.agent.thinking_level,
+            "isStreaming": self.agent.is_streaming,
+            "isCompacting": self.is_compacting,
+            "steeringMode": self.agent.steering_mode,
+            "followUpMode": self.agent.follow_up_mode,
+            "interruptMode": self.agent.interrupt_mode,
+            "queueMode": self.agent.steering_mode,
+        }
+        path = self.store.get_session_file()
+        if path:
+            state["sessionFile"] = path
+        state["sessionId"] = self.store.get_session_id()
+        name = self.store.get_session_name()
+        if name:
+            state["sessionName"] = name
+        state["autoCompactionEnabled"] = self.settings.compaction_enabled
+        state["messageCount"] = len(self.agent.messages)
+        state["pendingMessageCount"] = self.pending_count
+        state["queuedMessageCount"] = self.pending_count
+        return state
+
+    def session_stats(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        path = self.store.get_session_file()
+        if path:
+            data["sessionFile"] = path
+        data["sessionId"] = self.store.get_session_id()
+        data.update(views.session_stats(self.agent.messages))
+        usage = self.context_usage(brief=True)
+        if usage is not None:
+            data["contextUsage"] = usage
+        return data
+
+    def context_usage(self, brief: bool = False) -> dict[str, Any] | None:
+        usage = views.context_usage(self.agent.messages, self.agent.model, unknown=self._context_unknown)
+        if usage is not None and brief:
+            usage = {k: usage[k] for k in ("tokens", "contextWindow", "percent")}
+        return usage
+
+    def last_assistant_text(self) -> str | None:
+        return views.last_assistant_text(self.agent.messages)
+
+    def fork_messages(self) -> list[dict[str, str]]:
+        return views.fork_messages(self.store.get_entries())
+
+    def commands(self) -> list[dict[str, Any]]:
+        return list_prompt_commands(self.cwd)
+
+    def tools_info(self) -> dict[str, Any]:
+        return {"activeToolNames": [t.name for t in self.agent.tools],
+                "allTools": [{"name": t.name, "description": t.description, "parameters": t.parameters}
+                             for t in self.all_tools.values()]}
+
+    def set_active_tools(self, names: list[str]) -> list[str]:
+        unknown = [n for n in names if n not in self.all_tools]
+        if unknown:
+            raise SessionError(f"Unknown tool(s): {', '.join(unknown)}. Available: {', '.join(self.all_tools)}")
+        self.agent.tools = [self.all_tools[n] for n in names]
+        self.agent.system_prompt = self._build_system_prompt(self.agent.tools)
+        return [t.name for t in self.agent.tools]
+
+    # ------------------------------------------------------------------------------------------
+    # Naming, labels, listing, tree
+    # ------------------------------------------------------------------------------------------
+    def set_session_name(self, name: str) -> None:
+        name = name.strip()
+        if not name:
+            raise SessionError("Session name cannot be empty")
+        self.store.append_session_info(name)
+        self.emit({"type": "session_info_changed", "name": name})
+
+    def set_entry_label(self, target_id: str, label: str | None) -> None:
+        if self.store.get_entry(target_id) is None:
+            raise SessionError(f"Entry {target_id} not found")
+        self.store.append_label_change(target_id, label.strip() if label else None)
+
+    def list_sessions(self, scope: str, session_dir: str | None) -> list[dict[str, Any]]:
+        directory = None if scope == "all" else (session_dir or self.store.get_session_dir())
+        return [_summary(info) for info in list_sessions(directory)]
+
+    def session_tree(self) -> dict[str, Any]:
+        return views.tree_view(self.store.get_entries(), self.store.get_leaf_id(), self.store.get_labels())
+
+    # ------------------------------------------------------------------------------------------
+    # New, switch, fork, clone, navigate
+    # ------------------------------------------------------------------------------------------
+    def _load_context(self, initial: bool = False) -> None:
+        """Rebuild the agent's messages, model and thinking level from the store's current leaf."""
+        ctx = self.store.build_session_context()
+        self.agent.replace_messages(ctx.messages)
+        self._context_unknown = bool(ctx.messages) and _ends_with_compaction(self.store)
+        entries = self.store.get_entries()
+        if not entries:
+            model = self.agent.model
+            if model is not UNKNOWN_MODEL:
+                self.store.append_model_change(model.provider, model.id)
+                self.store.append_thinking_level_change(self.agent.thinking_level)
+            return
+        if ctx.model is not None:
+            restored = self.registry.find(ctx.model.provider, ctx.model.model_id)
+            if restored is not None and self.registry.has_auth(restored):
+                self.agent.model = restored
+        has_level = any(entry_type(e) == "thinking_level_change" for e in self.store.get_branch())
+        if has_level:
+            self.agent.thinking_level = clamp_thinking_level(self.agent.model, ctx.thinking_level)
+        else:
+            self.store.append_thinking_level_change(self.agent.thinking_level)
+
+    def _session_changed(self, reason: str) -> None:
+        event: dict[str, Any] = {"type": "session_changed", "reason": reason,
+                                 "sessionId": self.store.get_session_id()}
+        path = self.store.get_session_file()
+        if path:
+            event["sessionFile"] = path
+        name = self.store.get_session_name()
+        if name:
+            event["sessionName"] = name
+        event["messageCount"] = len(self.agent.messages)
+        event["leafId"] = self.store.get_leaf_id()
+        self.emit(event)
+
+    async def _leave_current(self, hook: str, **details: Any) -> bool:
+        """Run the cancellable hook, then stop work in flight. Returns True when a hook cancelled."""
+        if await self.hooks.cancelled(hook, **details):
+            return True
+        await self.abort()
+        self.clear_queue_silently()
+        self._pending_bash.clear()
+        return False
+
+    def clear_queue_silently(self) -> None:
+        self.agent.clear_queues()
+        self._steering_texts.clear()
+        self._follow_up_texts.clear()
+
+    async def new_session(self, parent_session: str | None = None) -> bool:
+        if await self._leave_current("session_before_switch", reason="new"):
+            return True
+        self.store.new_session(parent_session=parent_session)
+        self._load_context()
+        self._session_changed("new")
+        return False
+
+    async def switch_session(self, path: str) -> bool:
+        if await self._leave_current("session_before_switch", reason="resume", targetSessionFile=path):
+            return True
+        path = os.path.abspath(os.path.expanduser(path))
+        self.store.set_session_file(path)
+        self._load_context()
+        self._session_changed("switch")
+        return False
+
+    async def fork(self, entry_id: str) -> dict[str, Any]:
+        entry = self.store.get_entry(entry_id) if entry_id else None
+        if entry is None or entry_type(entry) != "message" or not isinstance(entry.message, UserMessage):
+            raise SessionError("Invalid entry ID for forking")
+        if await self._leave_current("session_before_fork", entryId=entry_id):
+            return {"cancelled": True}
+        text = views.user_text(entry.message)
+        if entry.parentId is None:
+            self.store.new_session(parent_session=self.store.get_session_file())
+        else:
+            self.store.create_branched_session(entry.parentId)
+        self._load_context()
+        self._session_changed("fork")
+        return {"text": text, "cancelled": False}
+
+    async def clone(self) -> bool:
+        leaf = self.store.get_leaf_id()
+        if leaf is None:
+            raise SessionError("Cannot clone session: no current entry selected")
+        if self.store.is_persisted() and not self.store.is_on_disk():
+            raise SessionError(f"Entry {leaf} not found")  # pi clones from the file, which is not written yet
+        if await self._leave_current("session_before_fork", entryId=leaf):
+            return True
+        self.store.create_branched_session(leaf)
+        self._load_context()
+        self._session_changed("fork")
+        return False
+
+    async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
+                            replace_instructions: bool = False, label: str | None = None) -> dict[str, Any]:
+        entry = self.store.get_entry(target_id)
+        if entry is None:
+            raise SessionError(f"Entry {target_id} not found")
+        if await self._leave_current("session_before_tree", targetId=target_id):
+            return {"cancelled": True}
+        result: dict[str, Any] = {"cancelled": False}
+        if summarize:
+            compactor = self._compactor()
+            await compactor.summarize_branch(target_id, custom_instructions, replace_instructions)
+        is_user = entry_type(entry) == "message" and isinstance(entry.message, UserMessage)
+        if is_user:  # as in pi's tree view: land before the user message and hand its text back
+            result["editorText"] = views.user_text(entry.message)
+            if entry.parentId is None:
+                self.store.reset_leaf()
+            else:
+                self.store.branch(entry.parentId)
+        elif not summarize:
+            self.store.branch(target_id)
+        if label:
+            self.store.append_label_change(target_id, label)
+        self._load_context()
+        self._session_changed("tree")
+        return result
+
+    # ------------------------------------------------------------------------------------------
+    # RPC bash, export, extension UI
+    # ------------------------------------------------------------------------------------------
+    async def run_bash(self, command: str) -> Any:
+        from pisces.core.rpc_bash import run_rpc_bash
+
+        return await run_rpc_bash(self, command)
+
+    def abort_bash(self) -> None:
+        if self.bash_runner is not None:
+            self.bash_runner.abort()
+
+    def record_bash(self, message: Any) -> None:
+        """Store an RPC bash result: at once when idle, or held until the next prompt while a run streams."""
+        if self.agent.is_streaming:
+            self._pending_bash.append(message)
+        else:
+            self.agent.messages.append(message)
+            self.store.append_message(message)
+
+    def _flush_pending_bash(self) -> None:
+        for message in self._pending_bash:
+            self.agent.messages.append(message)
+            self.store.append_message(message)
+        self._pending_bash.clear()
+
+    async def compact(self, custom_instructions: str | None = None) -> Any:
+        return await self._compactor().compact_manual(custom_instructions)
+
+    async def export_html(self, output_path: str | None) -> dict[str, Any]:
+        from pisces.core.export_html import export_session
+
+        return {"path": export_session(self, output_path)}
+
+    def resolve_ui_response(self, frame: dict[str, Any]) -> None:
+        """Answers to extension UI requests. No extension UI request is open in pisces yet, so every id is
+        unknown, and unknown ids are ignored, as pi does."""
+
+    async def shutdown(self) -> None:
+        self.retry.cancel()
+        if self.bash_runner is not None:
+            self.bash_runner.abort()
+        compactor = self._compactor(required=False)
+        if compactor is not None:
+            compactor.abort()
+        self.agent.abort()
+        try:
+            await asyncio.wait_for(self.agent.wait_for_idle(), timeout=0.5)
+        except asyncio.TimeoutError:
+            pass
+        self.store.close()
+
+
+def _ends_with_compaction(store: SessionManager) -> bool:
+    branch = store.get_branch()
+    for e in reversed(branch):
+        t = entry_type(e)
+        if t == "compaction":
+            return True
+        if t == "message" and isinstance(e.message, AssistantMessage) and e.message.stopReason != "error":
+            return False
+    return False
+
+
+def _summary(info: Any) -> dict[str, Any]:
+    import msgspec
+
+    return msgspec.to_builtins(info)
+
+
+def _js(value: Any) -> str:
+    return "undefined" if value is None else str(value)
+
+
+def _no_key_error() -> str:
+    from pisces.core.auth import no_api_key_rpc_error
+
+    return no_api_key_rpc_error()

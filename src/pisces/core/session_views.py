@@ -1,0 +1,211 @@
+"""Read-only views over a session's messages and entries: stats, context usage, fork points, the tree.
+
+Pure functions, so AgentSession stays a coordinator and these are easy to test on their own.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pisces.ai.types import (
+    AssistantMessage,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    num,
+)
+from pisces.core.store import entry_type
+
+
+# ---------------------------------------------------------------------------------------------
+# Token estimation (chars / 4, as pi)
+# ---------------------------------------------------------------------------------------------
+def _content_chars(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    n = 0
+    for b in content or []:
+        if isinstance(b, TextContent):
+            n += len(b.text)
+        elif isinstance(b, ImageContent):
+            n += 4800
+    return n
+
+
+def estimate_tokens(message: Any) -> int:
+    """pi's estimate: characters / 4, rounded up; images count 4800 characters."""
+    role = getattr(message, "__struct_config__", None)
+    tag = role.tag if role is not None else None
+    chars = 0
+    if isinstance(message, AssistantMessage):
+        import json
+
+        for b in message.content:
+            if isinstance(b, TextContent):
+                chars += len(b.text)
+            elif isinstance(b, ThinkingContent):
+                chars += len(b.thinking)
+            elif isinstance(b, ToolCall):
+                chars += len(b.name) + len(json.dumps(b.arguments, separators=(",", ":"), ensure_ascii=False))
+    elif isinstance(message, UserMessage):
+        chars = _content_chars(message.content)
+    elif isinstance(message, ToolResultMessage) or tag == "custom":
+        chars = _content_chars(message.content)
+    elif tag == "bashExecution":
+        chars = len(message.command) + len(message.output)
+    elif tag in ("branchSummary", "compactionSummary"):
+        chars = len(message.summary)
+    return math.ceil(chars / 4)
+
+
+def usage_tokens(message: AssistantMessage) -> int:
+    u = message.usage
+    return u.totalTokens or (u.input + u.output + u.cacheRead + u.cacheWrite)
+
+
+def _usable(message: Any) -> bool:
+    return isinstance(message, AssistantMessage) and message.stopReason not in ("aborted", "error")
+
+
+def estimate_context_tokens(messages: list[Any]) -> dict[str, Any]:
+    """{tokens, usageTokens, trailingTokens, lastUsageIndex}: the last usable assistant usage plus
+    estimates of everything after it, or the sum of estimates when no usage exists."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if _usable(m) and usage_tokens(m) > 0:
+            used = usage_tokens(m)
+            trailing = sum(estimate_tokens(x) for x in messages[i + 1:])
+            return {"tokens": used + trailing, "usageTokens": used, "trailingTokens": trailing, "lastUsageIndex": i}
+    total = sum(estimate_tokens(x) for x in messages)
+    return {"tokens": total, "usageTokens": 0, "trailingTokens": total, "lastUsageIndex": None}
+
+
+def context_usage(messages: list[Any], model: Model, *, unknown: bool = False) -> dict[str, Any] | None:
+    """``{tokens, contextWindow, percent}`` (plus the breakdown) or None when the window is unknown.
+    ``unknown`` (right after a compaction, before a new reply) gives null tokens and percent, as pi."""
+    window = model.contextWindow
+    if window <= 0:
+        return None
+    if unknown:
+        return {"tokens": None, "contextWindow": window, "percent": None}
+    est = estimate_context_tokens(messages)
+    return {"tokens": est["tokens"], "contextWindow": window, "percent": num(est["tokens"] / window * 100),
+            "usageTokens": est["usageTokens"], "trailingTokens": est["trailingTokens"],
+            "lastUsageIndex": est["lastUsageIndex"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# Stats
+# ---------------------------------------------------------------------------------------------
+def session_stats(messages: list[Any]) -> dict[str, Any]:
+    users = assistants = calls = results = 0
+    tin = tout = cr = cw = 0
+    cost = 0.0
+    for m in messages:
+        if isinstance(m, UserMessage):
+            users += 1
+        elif isinstance(m, AssistantMessage):
+            assistants += 1
+            calls += sum(1 for b in m.content if isinstance(b, ToolCall))
+            u = m.usage
+            tin += u.input
+            tout += u.output
+            cr += u.cacheRead
+            cw += u.cacheWrite
+            cost += u.cost.total
+        elif isinstance(m, ToolResultMessage):
+            results += 1
+    return {
+        "userMessages": users, "assistantMessages": assistants, "toolCalls": calls, "toolResults": results,
+        "totalMessages": len(messages),
+        "tokens": {"input": tin, "output": tout, "cacheRead": cr, "cacheWrite": cw, "total": tin + tout + cr + cw},
+        "cost": num(cost),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Texts
+# ---------------------------------------------------------------------------------------------
+def user_text(message: UserMessage) -> str:
+    if isinstance(message.content, str):
+        return message.content
+    return "".join(b.text for b in message.content if isinstance(b, TextContent))
+
+
+def last_assistant_text(messages: list[Any]) -> str | None:
+    for m in reversed(messages):
+        if not isinstance(m, AssistantMessage):
+            continue
+        if m.stopReason == "aborted" and not m.content:
+            continue
+        return "".join(b.text for b in m.content if isinstance(b, TextContent)).strip()
+    return None
+
+
+def fork_messages(entries: list[Any]) -> list[dict[str, str]]:
+    """User messages of the whole file (every branch), in file order, as pi lists them."""
+    out = []
+    for e in entries:
+        if entry_type(e) != "message":
+            continue
+        m = e.message
+        if isinstance(m, UserMessage):
+            text = user_text(m)
+            if text:
+                out.append({"entryId": e.id, "text": text})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The tree view (seed 002's RpcSessionTree)
+# ---------------------------------------------------------------------------------------------
+def _preview(entry: Any) -> str | None:
+    etype = entry_type(entry)
+    if etype == "message":
+        m = entry.message
+        if isinstance(m, UserMessage):
+            text = user_text(m)
+        elif isinstance(m, AssistantMessage):
+            text = "".join(b.text for b in m.content if isinstance(b, TextContent))
+            if not text:
+                names = [b.name for b in m.content if isinstance(b, ToolCall)]
+                text = f"[tool calls: {', '.join(names)}]" if names else ""
+        elif isinstance(m, ToolResultMessage):
+            text = f"[{m.toolName} result]"
+        else:
+            text = getattr(m, "command", None) or getattr(m, "summary", None) or ""
+    elif etype in ("compaction", "branch_summary"):
+        text = getattr(entry, "summary", "")
+    elif etype == "session_info":
+        text = getattr(entry, "name", "")
+    elif etype == "model_change":
+        text = f"{entry.provider}/{entry.modelId}"
+    elif etype == "thinking_level_change":
+        text = entry.thinkingLevel
+    else:
+        return None
+    text = " ".join(str(text).split())
+    return text[:120] if text else None
+
+
+def tree_view(entries: list[Any], leaf_id: str | None, labels: dict[str, str]) -> dict[str, Any]:
+    nodes: dict[str, dict[str, Any]] = {}
+    roots: list[dict[str, Any]] = []
+    for e in entries:
+        info: dict[str, Any] = {"id": e.id, "parentId": e.parentId, "type": entry_type(e),
+                                "timestamp": e.timestamp}
+        if e.id in labels:
+            info["label"] = labels[e.id]
+        preview = _preview(e)
+        if preview:
+            info["preview"] = preview
+        node = {"entry": info, "children": []}
+        nodes[e.id] = node
+        parent = nodes.get(e.parentId) if e.parentId else None
+        (parent["children"] if parent is not None else roots).append(node)
+    return {"leafId": leaf_id, "nodes": roots}

@@ -1,0 +1,80 @@
+"""``pisces -p "msg"`` (print the final assistant text) and ``--mode json`` (every event as a JSON line).
+
+Piped stdin is read and joined to the prompt, as pi does. Exit codes: 0 when the last reply succeeded,
+1 when it ended in an error or was aborted (the error goes to stderr), 2 for bad usage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from pisces.modes.rpc.output import FrameWriter
+
+
+def _read_piped_stdin() -> str | None:
+    try:
+        if sys.stdin is None or sys.stdin.isatty():
+            return None
+        data = sys.stdin.read()
+    except (OSError, ValueError):
+        return None
+    return data if data.strip() else None
+
+
+def collect_prompts(messages: list[str]) -> list[str]:
+    prompts = list(messages)
+    piped = _read_piped_stdin()
+    if piped is not None:
+        if prompts:
+            prompts[0] = f"{piped.rstrip()}\n\n{prompts[0]}"
+        else:
+            prompts = [piped]
+    return prompts
+
+
+async def _run(args: Any, json_events: bool) -> int:
+    from pisces.core.sdk import SessionConfigError, create_session_from_args
+
+    prompts = collect_prompts(args.messages)
+    if not prompts:
+        sys.stderr.write("pisces: no prompt given: pass it as an argument or pipe it on stdin\n")
+        return 2
+    try:
+        session = create_session_from_args(args)
+    except SessionConfigError as exc:
+        sys.stderr.write(f"pisces: {exc}\n")
+        return 1
+    writer = FrameWriter.take_stdout() if json_events else None
+    if writer is not None:
+        session.subscribe(writer.write)
+    last_error: str | None = None
+    try:
+        for text in prompts:
+            try:
+                await session.prompt(text)
+            except Exception as exc:  # noqa: BLE001 - preflight failures are user errors
+                sys.stderr.write(f"pisces: {exc}\n")
+                return 1
+            last = session.last_assistant_message()
+            if last is not None and last.stopReason in ("error", "aborted"):
+                last_error = last.errorMessage if isinstance(last.errorMessage, str) else last.stopReason
+        if not json_events:
+            text = session.last_assistant_text()
+            if text:
+                sys.stdout.write(text + "\n")
+                sys.stdout.flush()
+    finally:
+        await session.shutdown()
+    if last_error is not None:
+        sys.stderr.write(f"pisces: {last_error}\n")
+        return 1
+    return 0
+
+
+def run_print(args: Any, *, json_events: bool) -> int:
+    try:
+        return asyncio.run(_run(args, json_events))
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,35 @@
+"""Entry point of ``pisces --mode rpc``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import Any
+
+from pisces.modes.rpc.output import FrameWriter
+
+
+async def _serve(args: Any, writer: FrameWriter) -> int:
+    from pisces.core.sdk import SessionConfigError, create_session_from_args
+    from pisces.modes.rpc.server import RpcServer
+
+    try:
+        session = create_session_from_args(args)
+    except SessionConfigError as exc:
+        sys.stderr.write(f"pisces: {exc}\n")
+        return 1
+    server = RpcServer(session, writer)
+    return await server.serve(ready=not args.no_ready)
+
+
+def run_rpc(args: Any) -> int:
+    writer = FrameWriter.take_stdout()
+    try:
+        code = asyncio.run(_serve(args, writer))
+    except KeyboardInterrupt:
+        code = 130
+    sys.stderr.flush()
+    # Leave at once: the stdin reader thread may still sit in a blocking read, and work in flight was
+    # already aborted and flushed by the server's shutdown.
+    os._exit(code)

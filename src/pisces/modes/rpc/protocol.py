@@ -1,0 +1,23 @@
+"""Command names: the canonical table and every older or alternative name the seeds use.
+
+A response echoes the name the client sent; the handler is found through the canonical name.
+"""
+
+from __future__ import annotations
+
+ALIASES: dict[str, str] = {
+    "queue_message": "steer",  # seed 003
+    "set_queue_mode": "set_steering_mode",  # seed 003
+    "branch": "fork",  # seeds 000, 003
+    "get_branch_messages": "get_fork_messages",  # seeds 000, 003
+    "get_tree": "get_session_tree",  # later pi
+    "set_label": "set_entry_label",
+    "get_sessions": "list_sessions",
+    "get_available_sessions": "list_sessions",
+    "get_available_commands": "get_commands",  # oh-my-pi
+    "reset": "new_session",  # seed 004 era
+}
+
+
+def canonical_command(name: str) -> str:
+    return ALIASES.get(name, name)

@@ -1,0 +1,169 @@
+"""The stdio loop of ``pisces --mode rpc``: read lines, dispatch commands concurrently, write frames.
+
+Framing is LF only (a trailing CR is dropped; U+2028/U+2029 are content). stdin is read on a thread, the
+only reader that copes with very long lines from a pipe, a file or a tty alike. Every line is answered:
+synchronous commands at once and in order, asynchronous ones (prompt, abort, bash, ...) as tasks so that
+nothing, in particular ``abort*`` and ``extension_ui_response``, waits behind a long command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import sys
+import threading
+from typing import Any
+
+import msgspec
+
+from pisces.modes.rpc.handlers import ANSWERED, COMMANDS, NO_DATA, RpcError
+from pisces.modes.rpc.jsonerror import describe_json_error
+from pisces.modes.rpc.output import FrameWriter
+from pisces.modes.rpc.protocol import canonical_command
+
+_decoder = msgspec.json.Decoder()
+
+
+def parse_line(raw: bytes) -> tuple[Any, str | None]:
+    """Decode one input line; returns (value, None) or (None, pi's parse error message)."""
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    try:
+        return _decoder.decode(raw), None
+    except (msgspec.DecodeError, UnicodeDecodeError, ValueError, RecursionError):
+        pass
+    text = raw.decode("utf-8", "replace")
+    try:
+        return json.loads(text), None  # what JSON.parse accepts and msgspec does not (e.g. lone surrogates)
+    except (ValueError, RecursionError):
+        pass
+    return None, f"Failed to parse command: {describe_json_error(text)}"
+
+
+class RpcServer:
+    def __init__(self, session: Any, writer: FrameWriter) -> None:
+        self.session = session
+        self.out = writer
+        self.tasks: set[asyncio.Task] = set()
+        session.subscribe(self.out.write)
+
+    # -- responses ----------------------------------------------------------------------------
+    def respond(self, req_id: Any, command: Any, data: Any = NO_DATA, error: str | None = None) -> None:
+        frame: dict[str, Any] = {}
+        if req_id is not None:
+            frame["id"] = req_id
+        frame["type"] = "response"
+        if command is not None:
+            frame["command"] = command
+        if error is not None:
+            frame["success"] = False
+            frame["error"] = error
+        else:
+            frame["success"] = True
+            if data is not NO_DATA:
+                frame["data"] = data
+        self.out.write(frame)
+
+    # -- dispatch -----------------------------------------------------------------------------
+    def handle_line(self, raw: bytes) -> None:
+        cmd, parse_error = parse_line(raw)
+        if parse_error is not None:
+            self.respond(None, "parse", error=parse_error)
+            return
+        req_id = cmd.get("id") if isinstance(cmd, dict) else None
+        ctype = cmd.get("type") if isinstance(cmd, dict) else None
+        if ctype is None or not isinstance(ctype, str):
+            self.respond(req_id, None if ctype is None else ctype, error=f"Unknown command: {_js_str(ctype)}")
+            return
+        if ctype == "extension_ui_response":
+            self.session.resolve_ui_response(cmd)  # unknown ids are ignored, and nothing is written
+            return
+        name = canonical_command(ctype)
+        handler = COMMANDS.get(name) if name else None
+        if handler is None:
+            self.respond(req_id, ctype, error=f"Unknown command: {ctype}")
+            return
+        try:
+            result = handler(self, cmd)
+        except RpcError as exc:
+            self.respond(req_id, ctype, error=str(exc))
+            return
+        except Exception as exc:  # noqa: BLE001 - any failure is an error response, never a crash
+            self.respond(req_id, ctype, error=_message(exc))
+            return
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(self._finish(req_id, ctype, result))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        else:
+            self.respond(req_id, ctype, data=result)
+
+    async def _finish(self, req_id: Any, ctype: str, pending: Any) -> None:
+        try:
+            data = await pending
+        except RpcError as exc:
+            self.respond(req_id, ctype, error=str(exc))
+            return
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:  # noqa: BLE001
+            self.respond(req_id, ctype, error=_message(exc))
+            return
+        if data is not ANSWERED:
+            self.respond(req_id, ctype, data=data)
+
+    # -- main loop ----------------------------------------------------------------------------
+    async def serve(self, stdin: Any = None, *, ready: bool = True) -> int:
+        loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+        source = stdin if stdin is not None else sys.stdin.buffer
+
+        def reader() -> None:
+            try:
+                while True:
+                    line = source.readline()
+                    if not line:
+                        break
+                    if line.endswith(b"\n"):
+                        line = line[:-1]
+                    loop.call_soon_threadsafe(lines.put_nowait, line)
+            except (OSError, ValueError):
+                pass
+            finally:
+                try:
+                    loop.call_soon_threadsafe(lines.put_nowait, None)
+                except RuntimeError:  # the loop is already closed
+                    pass
+
+        threading.Thread(target=reader, name="rpc-stdin", daemon=True).start()
+        if ready:
+            self.out.write({"type": "ready"})
+        while True:
+            line = await lines.get()
+            if line is None:
+                break
+            self.handle_line(line)
+        await self.shutdown()
+        return 0
+
+    async def shutdown(self) -> None:
+        """stdin closed: stop work in flight, flush the session, and let the process exit."""
+        try:
+            await asyncio.wait_for(self.session.shutdown(), timeout=0.8)
+        except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - exiting regardless
+            pass
+        for task in list(self.tasks):
+            task.cancel()
+
+
+def _js_str(value: Any) -> str:
+    if value is None:
+        return "undefined"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _message(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
