@@ -84,11 +84,13 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
     # provider right now: only then is cancelling our own task the way to break its network read.
     interrupt: list[str | None] = [None]
     in_provider = [False]
+    cancel_sent = [False]  # our own cancel, to be matched by exactly one ``uncancel``
 
     def interrupt_with(kind: str) -> None:
         if interrupt[0] is None:
             interrupt[0] = kind
             if in_provider[0] and task is not None:
+                cancel_sent[0] = True
                 task.cancel()
 
     remove_listener = signal.add_listener(lambda: interrupt_with("abort")) if signal is not None else None
@@ -113,17 +115,23 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
             except StopAsyncIteration:
                 break
             except asyncio.CancelledError:
-                if interrupt[0] is None or task is None:
+                if not cancel_sent[0]:
                     raise
-                task.uncancel()
                 break
             except Exception as exc:  # noqa: BLE001 - becomes an error event
                 failure = exc
                 break
             finally:
                 in_provider[0] = False
+                if cancel_sent[0]:
+                    # our cancel reached the provider, which re-raised it or turned it into something else:
+                    # either way the caller's task must not stay marked as cancelling
+                    cancel_sent[0] = False
+                    task.uncancel()  # type: ignore[union-attr]
             arm()
             kind = _KIND[type(item)]
+            if partial is None and kind != "start" and isinstance(getattr(item, "partial", None), AssistantMessage):
+                partial = item.partial  # a provider that skipped ``start``: never send a late one
             if kind == "start":
                 partial = item.partial
             elif kind == "done" or kind == "error":
