@@ -1,0 +1,601 @@
+"""``openai-completions``: the OpenAI Chat Completions wire (also any OpenAI-compatible server: ollama, vLLM,
+llama.cpp, OpenRouter, ...), with pi's request shape and event sequence.
+
+The official ``openai`` SDK sends the request (auth, headers, retries, HTTP errors) and is imported lazily on
+first use. The SSE body is read raw from the SDK's response and parsed here: dicts are cheaper than the SDK's
+models, expose the non-standard fields (``reasoning_content``...), and a U+2028 inside a JSON string stays
+content (line splitting is on LF only).
+
+pi quirk kept on this wire: every ``*_end`` event is emitted after the stream has ended, in content order.
+
+The helpers above the ``Chat Completions`` banner are shared with ``openai_responses``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+import weakref
+from typing import Any, AsyncIterator, Callable
+
+import msgspec
+
+from pisces.ai.models import PROVIDER_ENV_KEYS
+from pisces.ai.providers._shared import finish_usage, format_http_error, new_output, parse_partial_json
+from pisces.ai.types import (
+    UNSET, AssistantMessage, Context, DoneEvent, ErrorEvent, ImageContent, Message, Model, StartEvent, StreamOptions,
+    TextContent, TextDeltaEvent, TextEndEvent, TextStartEvent, ThinkingContent, ThinkingDeltaEvent, ThinkingEndEvent,
+    ThinkingStartEvent, ToolCall, ToolCallDeltaEvent, ToolCallEndEvent, ToolCallStartEvent, ToolResultMessage,
+    UserMessage,
+)
+
+DEFAULT_MAX_TOKENS_CAP = 32000  # pi sends min(model.maxTokens, 32000) unless the caller sets maxTokens
+
+
+# =============================================================================================
+# Shared helpers (also used by openai_responses)
+# =============================================================================================
+class ProviderError(Exception):
+    """An error whose text is already the sentence the user should see."""
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def sanitize(text: str) -> str:
+    """Drop unpaired UTF-16 surrogates (they cannot be encoded as UTF-8), as pi's sanitizeSurrogates."""
+    return _SURROGATES.sub("", text) if _SURROGATES.search(text) else text
+
+
+def js_json(value: Any) -> str:
+    """``JSON.stringify``: compact, non-ASCII kept."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def resolve_api_key(model: Model, options: StreamOptions) -> str | None:
+    """``options.apiKey``, else the provider's usual environment variable."""
+    if options.apiKey:
+        return options.apiKey
+    for var in PROVIDER_ENV_KEYS.get(model.provider, ()):
+        if os.environ.get(var):
+            return os.environ[var]
+    return None
+
+
+def missing_key_message(model: Model) -> str:
+    env = PROVIDER_ENV_KEYS.get(model.provider)
+    if env:
+        return f"No API key for provider {model.provider}: set {env[0]} or add it to ~/.pisces/agent/auth.json"
+    return (f"No API key for provider {model.provider}: add \"apiKey\" to the provider in "
+            "~/.pisces/agent/models.json or add it to ~/.pisces/agent/auth.json")
+
+
+def max_output_tokens(model: Model, options: StreamOptions) -> int:
+    return options.maxTokens or min(model.maxTokens, DEFAULT_MAX_TOKENS_CAP)
+
+
+def map_thinking_level(model: Model, level: str | None) -> str | None:
+    """The provider's effort string for a pi thinking level; None when reasoning is off."""
+    if not model.reasoning or not level or level == "off":
+        return None
+    tmap = model.thinkingLevelMap if isinstance(model.thinkingLevelMap, dict) else {}
+    mapped = tmap.get(level)
+    if isinstance(mapped, str):
+        return mapped
+    return "high" if level == "xhigh" else level
+
+
+# One SDK client per event loop, base URL and key (the SDK's connection pool belongs to one loop).
+_clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], Any]]" = (
+    weakref.WeakKeyDictionary())
+
+
+def get_client(model: Model, api_key: str) -> Any:
+    from openai import AsyncOpenAI  # lazy: the SDK costs ~0.4 s to import
+
+    loop = asyncio.get_running_loop()
+    per_loop = _clients.setdefault(loop, {})
+    key = (model.baseUrl, api_key)
+    client = per_loop.get(key)
+    if client is None:
+        client = AsyncOpenAI(api_key=api_key, base_url=model.baseUrl or None)
+        per_loop[key] = client
+    return client
+
+
+async def open_stream(model: Model, options: StreamOptions, path: str, body: dict[str, Any]) -> Any:
+    """POST ``body`` through the SDK (auth, retries, status errors) and return the raw streamed response."""
+    api_key = resolve_api_key(model, options)
+    if not api_key:
+        raise ProviderError(missing_key_message(model))
+    try:
+        client = get_client(model, api_key)
+        import httpx2  # the SDK's HTTP client, already imported with it
+    except ImportError as exc:
+        raise ProviderError(f"The {model.api} API needs the '{exc.name or 'openai'}' package: "
+                            "pip install openai") from exc
+
+    headers: dict[str, str] = dict(model.headers) if isinstance(model.headers, dict) else {}
+    headers.update(options.headers or {})
+    req: dict[str, Any] = {"max_retries": options.maxRetries}
+    if headers:
+        req["headers"] = headers
+    if options.timeoutMs:
+        req["timeout"] = options.timeoutMs / 1000
+    response = await client.post(path, cast_to=httpx2.Response, body=body, options=req, stream=True)
+    if "json" in response.headers.get("content-type", ""):  # a 200 that is not a stream: some proxies' errors
+        try:
+            data = json.loads(await response.aread() or b"null")
+        except ValueError:
+            data = None
+        finally:
+            await response.aclose()
+        if isinstance(data, dict) and data.get("error"):
+            raise ProviderError(stream_error_message(data["error"]))
+        raise ProviderError("The server answered with JSON instead of an event stream; "
+                            "check that the base URL points at an OpenAI-compatible API")
+    return response
+
+
+async def iter_sse(response: Any) -> AsyncIterator[tuple[str | None, str]]:
+    """``(event, data)`` for each server-sent event. Lines end at LF (CRLF accepted); ends after ``[DONE]``."""
+    buf = b""
+    event: str | None = None
+    data: list[str] = []
+    async for chunk in response.aiter_bytes():
+        buf = buf + chunk if buf else chunk
+        if b"\n" not in chunk:
+            continue
+        lines = buf.split(b"\n")
+        buf = lines.pop()
+        for raw in lines:
+            line = raw.decode("utf-8", "replace")
+            if line.endswith("\r"):
+                line = line[:-1]
+            if not line:
+                if data:
+                    payload = "\n".join(data)
+                    yield event, payload
+                    if payload.startswith("[DONE]"):
+                        return
+                event, data = None, []
+                continue
+            if line.startswith(":"):
+                continue
+            name, _, value = line.partition(":")
+            if value.startswith(" "):
+                value = value[1:]
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                event = value
+    if data:
+        yield event, "\n".join(data)
+
+
+def decode_json(payload: str) -> Any:
+    try:
+        return msgspec.json.decode(payload)
+    except msgspec.DecodeError:
+        return json.loads(payload)  # what JSON.parse accepts and msgspec does not (lone surrogates)
+
+
+def stream_error_message(error: Any) -> str:
+    """The text for an in-stream ``{"error": {...}}``: ``type: message`` when there is a type."""
+    if isinstance(error, dict):
+        message = error.get("message")
+        message = message if isinstance(message, str) else (js_json(message) if message else "")
+        kind = error.get("type") or error.get("code")
+        if kind and message:
+            return f"{kind}: {message}"
+        return message or (f"{kind}" if kind else "") or "The provider reported an error during streaming"
+    return str(error) if error else "The provider reported an error during streaming"
+
+
+def _status_message(exc: Any) -> str:
+    """``<status> <provider message>`` as the OpenAI JS SDK words it (pi shows that text)."""
+    status = getattr(exc, "status_code", None)
+    try:
+        text = exc.response.text.strip()
+    except Exception:  # noqa: BLE001 - the body could not be read
+        text = ""
+    try:
+        body = json.loads(text) if text else None
+    except ValueError:
+        return format_http_error(status, text)
+    msg: Any = body
+    if isinstance(body, dict):  # {"error": {"message": ...}} as OpenAI; {"detail": ...} as FastAPI servers
+        err = body.get("error")
+        msg = (err.get("message") if isinstance(err, dict) else None) or err or body.get("message") \
+            or body.get("detail") or body or None
+    return format_http_error(status, msg if isinstance(msg, str) or msg is None else js_json(msg))
+
+
+def describe_error(exc: BaseException) -> str:
+    """A sentence for any failure of the request or of the stream."""
+    if isinstance(exc, ProviderError):
+        return str(exc)
+    openai = sys.modules.get("openai")
+    if openai is not None:
+        if isinstance(exc, openai.APIStatusError):
+            return _status_message(exc)
+        if isinstance(exc, openai.APITimeoutError):
+            return "Request timed out."
+        if isinstance(exc, openai.APIConnectionError):
+            cause = str(exc.__cause__ or "").strip()
+            return f"Connection error: {cause}" if cause else "Connection error."
+        if isinstance(exc, openai.APIError):
+            return exc.message or type(exc).__name__
+    httpx2 = sys.modules.get("httpx2")
+    if httpx2 is not None:
+        if isinstance(exc, httpx2.TimeoutException):
+            return f"Request timed out: {exc}" if str(exc) else "Request timed out."
+        if isinstance(exc, httpx2.TransportError):
+            return f"Connection lost: {exc}" if str(exc) else f"Connection lost ({type(exc).__name__})"
+    return str(exc).strip() or type(exc).__name__
+
+
+async def close_response(response: Any) -> None:
+    """Close the HTTP response even while our task is being cancelled (an abort), so the socket is freed."""
+    await asyncio.shield(response.aclose())
+
+
+def fail(out: AssistantMessage, message: str) -> ErrorEvent:
+    out.stopReason = "error"
+    out.errorMessage = message
+    return ErrorEvent(reason="error", error=out)
+
+
+class ArgsBuffer:
+    """Streamed tool-call arguments; re-parsed often while short, then only as the text grows by a quarter,
+    so a 50 KB ``write`` call costs a few parses rather than thousands."""
+
+    __slots__ = ("text", "_parsed_len")
+
+    def __init__(self, text: str = "") -> None:
+        self.text = text
+        self._parsed_len = 0
+
+    def add(self, tc: ToolCall, delta: str) -> None:
+        self.text += delta
+        n = len(self.text)
+        if n < 2048 or n >= self._parsed_len * 1.25:
+            tc.arguments = parse_partial_json(self.text)
+            self._parsed_len = n
+
+    def finish(self, tc: ToolCall) -> None:
+        tc.arguments = parse_partial_json(self.text)
+
+
+def transform_messages(messages: list[Message], model: Model,
+                       normalize_id: Callable[[str], str] | None = None) -> list[Message]:
+    """pi's transformMessages: adapt other models' turns, drop errored/aborted assistants, and give tool calls
+    that never got a result a synthetic ``No result provided`` error result."""
+    id_map: dict[str, str] = {}
+    result: list[Message] = []
+    pending: list[ToolCall] = []
+    seen: set[str] = set()
+
+    def flush() -> None:
+        nonlocal pending, seen
+        for tc in pending:
+            if tc.id not in seen:
+                result.append(ToolResultMessage(toolCallId=tc.id, toolName=tc.name,
+                                                content=[TextContent(text="No result provided")], isError=True))
+        pending, seen = [], set()
+
+    for msg in messages:
+        if isinstance(msg, UserMessage):
+            if pending:
+                flush()
+            result.append(msg)
+        elif isinstance(msg, ToolResultMessage):
+            new_id = id_map.get(msg.toolCallId)
+            if new_id and new_id != msg.toolCallId:
+                msg = msgspec.structs.replace(msg, toolCallId=new_id)
+            seen.add(msg.toolCallId)
+            result.append(msg)
+        elif isinstance(msg, AssistantMessage):
+            if pending:
+                flush()
+            if msg.stopReason in ("error", "aborted"):
+                continue
+            same = msg.provider == model.provider and msg.api == model.api and msg.model == model.id
+            content: list[Any] = []
+            for block in msg.content:
+                if isinstance(block, ThinkingContent):
+                    if block.redacted is True:
+                        if same:
+                            content.append(block)
+                    elif same and block.thinkingSignature:
+                        content.append(block)
+                    elif not block.thinking or not block.thinking.strip():
+                        continue
+                    else:
+                        content.append(block if same else TextContent(text=block.thinking))
+                elif isinstance(block, TextContent):
+                    content.append(block if same else TextContent(text=block.text))
+                elif isinstance(block, ToolCall):
+                    tc = block
+                    if not same and tc.thoughtSignature is not UNSET:
+                        tc = msgspec.structs.replace(tc, thoughtSignature=UNSET)
+                    if not same and normalize_id is not None:
+                        new_id = normalize_id(tc.id)
+                        if new_id != tc.id:
+                            id_map[tc.id] = new_id
+                            tc = msgspec.structs.replace(tc, id=new_id)
+                    content.append(tc)
+            calls = [b for b in content if isinstance(b, ToolCall)]
+            if calls:
+                pending, seen = calls, set()
+            result.append(msgspec.structs.replace(msg, content=content))
+        else:
+            result.append(msg)
+    return result
+
+
+def image_url(block: ImageContent) -> str:
+    return f"data:{block.mimeType};base64,{block.data}"
+
+
+# =============================================================================================
+# Chat Completions
+# =============================================================================================
+_NON_STANDARD_HOSTS = ("cerebras.ai", "api.x.ai", "chutes.ai", "deepseek.com", "api.z.ai", "opencode.ai")
+_NON_STANDARD_PROVIDERS = ("cerebras", "xai", "zai", "opencode")
+
+
+def get_compat(model: Model) -> dict[str, Any]:
+    """pi's compat settings: detected from the provider and host, overridden by ``model.compat``."""
+    base = model.baseUrl or ""
+    non_standard = model.provider in _NON_STANDARD_PROVIDERS or any(h in base for h in _NON_STANDARD_HOSTS)
+    grok_or_zai = model.provider in ("xai", "zai") or "api.x.ai" in base or "api.z.ai" in base
+    compat: dict[str, Any] = {
+        "supportsStore": not non_standard,
+        "supportsDeveloperRole": not non_standard,
+        "supportsReasoningEffort": not grok_or_zai,
+        "reasoningEffortMap": {},
+        "supportsUsageInStreaming": True,
+        "maxTokensField": "max_tokens" if "chutes.ai" in base else "max_completion_tokens",
+        "requiresToolResultName": False,
+        "supportsStrictMode": True,
+    }
+    if isinstance(model.compat, dict):
+        compat.update({k: v for k, v in model.compat.items() if v is not None})
+    return compat
+
+
+def _normalize_call_id(model: Model) -> Callable[[str], str]:
+    def normalize(call_id: str) -> str:
+        if "|" in call_id:  # a Responses API id "call_id|item_id": keep the call id, as OpenAI allows it
+            return re.sub(r"[^a-zA-Z0-9_-]", "_", call_id.split("|", 1)[0])[:40]
+        if model.provider == "openai" and len(call_id) > 40:
+            return call_id[:40]
+        return call_id
+
+    return normalize
+
+
+def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> list[dict[str, Any]]:
+    messages = transform_messages(context.messages, model, _normalize_call_id(model))
+    takes_images = "image" in model.input
+    params: list[dict[str, Any]] = []
+    if isinstance(context.systemPrompt, str) and context.systemPrompt:
+        role = "developer" if model.reasoning and compat["supportsDeveloperRole"] else "system"
+        params.append({"role": role, "content": sanitize(context.systemPrompt)})
+    i = 0
+    while i < len(messages):
+        msg = messages[i]
+        i += 1
+        if isinstance(msg, UserMessage):
+            if isinstance(msg.content, str):
+                params.append({"role": "user", "content": sanitize(msg.content)})
+                continue
+            parts: list[dict[str, Any]] = []
+            for item in msg.content:
+                if isinstance(item, TextContent):
+                    parts.append({"type": "text", "text": sanitize(item.text)})
+                elif takes_images:
+                    parts.append({"type": "image_url", "image_url": {"url": image_url(item)}})
+            if parts:
+                params.append({"role": "user", "content": parts})
+        elif isinstance(msg, AssistantMessage):
+            entry: dict[str, Any] = {"role": "assistant", "content": None}
+            texts = [b.text for b in msg.content if isinstance(b, TextContent) and b.text and b.text.strip()]
+            if texts:
+                entry["content"] = sanitize("".join(texts))
+            thinking = [b for b in msg.content if isinstance(b, ThinkingContent) and b.thinking.strip()]
+            if thinking and isinstance(thinking[0].thinkingSignature, str) and thinking[0].thinkingSignature:
+                entry[thinking[0].thinkingSignature] = sanitize("\n".join(b.thinking for b in thinking))
+            calls = [b for b in msg.content if isinstance(b, ToolCall)]
+            if calls:
+                entry["tool_calls"] = [{"id": tc.id, "type": "function",
+                                        "function": {"name": tc.name, "arguments": js_json(tc.arguments)}}
+                                       for tc in calls]
+                details = []
+                for tc in calls:
+                    if isinstance(tc.thoughtSignature, str):
+                        try:
+                            details.append(json.loads(tc.thoughtSignature))
+                        except ValueError:
+                            pass
+                if details:
+                    entry["reasoning_details"] = details
+            if not entry["content"] and not calls:
+                continue  # e.g. an aborted turn with nothing in it
+            params.append(entry)
+        elif isinstance(msg, ToolResultMessage):
+            images: list[dict[str, Any]] = []
+            group = [msg]
+            while i < len(messages) and isinstance(messages[i], ToolResultMessage):
+                group.append(messages[i])  # type: ignore[arg-type]
+                i += 1
+            for res in group:
+                text = "\n".join(c.text for c in res.content if isinstance(c, TextContent))
+                tool_msg: dict[str, Any] = {"role": "tool", "content": sanitize(text or "(see attached image)"),
+                                            "tool_call_id": res.toolCallId}
+                if compat.get("requiresToolResultName") and res.toolName:
+                    tool_msg["name"] = res.toolName
+                params.append(tool_msg)
+                if takes_images:
+                    images.extend({"type": "image_url", "image_url": {"url": image_url(c)}}
+                                  for c in res.content if isinstance(c, ImageContent))
+            if images:
+                params.append({"role": "user",
+                               "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images]})
+    return params
+
+
+def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    compat = get_compat(model)
+    body: dict[str, Any] = {"model": model.id, "messages": convert_messages(model, context, compat), "stream": True}
+    if compat["supportsUsageInStreaming"] is not False:
+        body["stream_options"] = {"include_usage": True}
+    if compat["supportsStore"]:
+        body["store"] = False
+    body[compat["maxTokensField"] or "max_completion_tokens"] = max_output_tokens(model, options)
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if isinstance(context.tools, list) and context.tools:
+        strict = {"strict": False} if compat["supportsStrictMode"] is not False else {}
+        body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                           "parameters": t.parameters, **strict}}
+                         for t in context.tools]
+    effort = map_thinking_level(model, options.reasoning)
+    if effort and compat["supportsReasoningEffort"]:
+        effort_map = compat.get("reasoningEffortMap") or {}
+        body["reasoning_effort"] = effort_map.get(effort, effort)
+    return body
+
+
+_STOP_REASONS = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse",
+                 "function_call": "toolUse", "content_filter": "error"}
+_REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+
+
+def _apply_usage(model: Model, out: AssistantMessage, raw: dict[str, Any]) -> None:
+    details = raw.get("prompt_tokens_details") or {}
+    cache_write = details.get("cache_write_tokens") or 0
+    cache_read = max(0, (details.get("cached_tokens") or 0) - cache_write)
+    u = out.usage
+    u.cacheRead = cache_read
+    u.cacheWrite = cache_write
+    u.input = (raw.get("prompt_tokens") or 0) - cache_read - cache_write
+    u.output = raw.get("completion_tokens") or 0
+    finish_usage(model, u)
+
+
+async def stream(model: Model, context: Context, options: StreamOptions) -> AsyncIterator[Any]:
+    out = new_output(model)
+    try:
+        response = await open_stream(model, options, "/chat/completions", build_body(model, context, options))
+    except Exception as exc:  # noqa: BLE001 - every failure becomes the error event
+        yield StartEvent(partial=out)
+        yield fail(out, describe_error(exc))
+        return
+    yield StartEvent(partial=out)
+    blocks = out.content
+    calls: dict[int, tuple[int, ArgsBuffer]] = {}  # stream index -> (content index, arguments)
+    finish: str | None = None
+    try:
+        async for _event, payload in iter_sse(response):
+            if payload.startswith("[DONE]"):
+                finish = finish or "stop"
+                break
+            chunk = decode_json(payload)
+            if not isinstance(chunk, dict):
+                continue
+            if chunk.get("error"):
+                yield fail(out, stream_error_message(chunk["error"]))
+                return
+            if out.responseId is UNSET and chunk.get("id"):
+                out.responseId = chunk["id"]
+                if chunk.get("model") and chunk["model"] != model.id:
+                    out.responseModel = chunk["model"]
+            if chunk.get("usage"):
+                _apply_usage(model, out, chunk["usage"])
+            choices = chunk.get("choices")
+            if not choices:
+                continue
+            choice = choices[0]
+            if not chunk.get("usage") and isinstance(choice.get("usage"), dict):
+                _apply_usage(model, out, choice["usage"])  # Moonshot puts usage on the choice
+            if choice.get("finish_reason"):
+                finish = choice["finish_reason"]
+            delta = choice.get("delta")
+            if not delta:
+                continue
+            text = delta.get("content")
+            if text:
+                if not blocks or not isinstance(blocks[-1], TextContent):
+                    blocks.append(TextContent(text=""))
+                    yield TextStartEvent(contentIndex=len(blocks) - 1, partial=out)
+                blocks[-1].text += text
+                yield TextDeltaEvent(contentIndex=len(blocks) - 1, delta=text, partial=out)
+            for field in _REASONING_FIELDS:
+                thought = delta.get(field)
+                if thought:
+                    if not blocks or not isinstance(blocks[-1], ThinkingContent):
+                        blocks.append(ThinkingContent(thinking="", thinkingSignature=field))
+                        yield ThinkingStartEvent(contentIndex=len(blocks) - 1, partial=out)
+                    blocks[-1].thinking += thought
+                    yield ThinkingDeltaEvent(contentIndex=len(blocks) - 1, delta=thought, partial=out)
+                    break
+            for tc_delta in delta.get("tool_calls") or ():
+                idx = tc_delta.get("index") or 0
+                fn = tc_delta.get("function") or {}
+                entry = calls.get(idx)
+                new_id = tc_delta.get("id")
+                if entry is None or (new_id and blocks[entry[0]].id and blocks[entry[0]].id != new_id):
+                    blocks.append(ToolCall(id=new_id or "", name=fn.get("name") or "", arguments={}))
+                    entry = calls[idx] = (len(blocks) - 1, ArgsBuffer())
+                    yield ToolCallStartEvent(contentIndex=entry[0], partial=out)
+                tc = blocks[entry[0]]
+                if new_id:
+                    tc.id = new_id
+                if fn.get("name"):
+                    tc.name = fn["name"]
+                args = fn.get("arguments") or ""
+                if args:
+                    entry[1].add(tc, args)
+                yield ToolCallDeltaEvent(contentIndex=entry[0], delta=args, partial=out)
+            for detail in delta.get("reasoning_details") or ():
+                if isinstance(detail, dict) and detail.get("type") == "reasoning.encrypted" and detail.get("id") \
+                        and detail.get("data"):
+                    for b in blocks:
+                        if isinstance(b, ToolCall) and b.id == detail["id"]:
+                            b.thoughtSignature = js_json(detail)
+    except (Exception, asyncio.CancelledError) as exc:  # a dropped connection, a timeout, bad JSON; an abort
+        for ci, buf in calls.values():
+            buf.finish(blocks[ci])
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        yield fail(out, describe_error(exc))
+        return
+    finally:
+        await close_response(response)
+
+    if finish is None:  # neither a finish_reason nor [DONE]: the body was cut short
+        yield fail(out, "Connection lost: the stream ended before the response was complete")
+        return
+    # pi emits every *_end after the stream has ended, in content order
+    args_of = {ci: buf for ci, buf in calls.values()}
+    for ci, block in enumerate(blocks):
+        if isinstance(block, TextContent):
+            yield TextEndEvent(contentIndex=ci, content=block.text, partial=out)
+        elif isinstance(block, ThinkingContent):
+            yield ThinkingEndEvent(contentIndex=ci, content=block.thinking, partial=out)
+        else:
+            args_of[ci].finish(block)
+            yield ToolCallEndEvent(contentIndex=ci, toolCall=block, partial=out)
+    reason = _STOP_REASONS.get(finish, "stop")
+    if reason == "error":
+        yield fail(out, f"The provider stopped the response (finish_reason: {finish})")
+        return
+    if reason == "stop" and any(isinstance(b, ToolCall) for b in blocks):
+        reason = "toolUse"
+    out.stopReason = reason
+    yield DoneEvent(reason=reason, message=out)
