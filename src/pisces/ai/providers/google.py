@@ -1,0 +1,429 @@
+"""``google-generative-ai``: the Gemini API (generativelanguage), streamed through the google-genai SDK.
+
+Contents, tools and thinking settings are built as pi builds them. Gemini sends text in pieces
+and function calls whole: consecutive text pieces of one kind (thought or answer) form one block,
+a change of kind or a function call closes it. Thought signatures (opaque bytes, base64 on the wire)
+are kept on the block that carried them and sent back with it on the next request to the same model.
+
+The SDK is imported on first use only.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import time
+from typing import Any, AsyncIterator
+
+from pisces.ai.providers._shared import finish_usage, format_http_error, new_output
+from pisces.ai.providers.anthropic import (
+    cached_client,
+    describe_transport_error,
+    missing_key_message,
+    normalize_tool_call_id,
+    resolve_api_key,
+    sanitize,
+    transform_messages,
+)
+from pisces.ai.types import (
+    AssistantMessage,
+    Context,
+    DoneEvent,
+    ErrorEvent,
+    ImageContent,
+    Model,
+    StartEvent,
+    StreamOptions,
+    TextContent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingContent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCall,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+    ToolResultMessage,
+    UserMessage,
+)
+
+# Tells Gemini 3 to accept a function call that carries no signature (one replayed from another model).
+SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
+_BASE64 = re.compile(r"^[A-Za-z0-9+/_-]+={0,2}$")
+
+_BUDGETS_25_PRO = {"minimal": 128, "low": 2048, "medium": 8192, "high": 32768}
+_BUDGETS_25_FLASH = {"minimal": 128, "low": 2048, "medium": 8192, "high": 24576}
+_BUDGETS_25_FLASH_LITE = {"minimal": 512, "low": 2048, "medium": 8192, "high": 24576}
+
+_tool_call_counter = [0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Request
+# ---------------------------------------------------------------------------------------------
+def _is_gemini3_pro(model_id: str) -> bool:
+    return re.search(r"gemini-3(?:\.\d+)?-pro", model_id.lower()) is not None
+
+
+def _is_gemini3_flash(model_id: str) -> bool:
+    mid = model_id.lower()
+    return re.search(r"gemini-3(?:\.\d+)?-flash", mid) is not None or mid in ("gemini-flash-latest",
+                                                                              "gemini-flash-lite-latest")
+
+
+def requires_tool_call_id(model_id: str) -> bool:
+    """Models served through Google APIs that need explicit ids on function calls and responses."""
+    return model_id.startswith(("claude-", "gpt-oss-"))
+
+
+def _valid_signature(sig: Any) -> bool:
+    return isinstance(sig, str) and len(sig) > 0 and len(sig) % 4 == 0 and _BASE64.match(sig) is not None
+
+
+def _sig_bytes(sig: str) -> bytes:
+    try:
+        return base64.urlsafe_b64decode(sig) if ("-" in sig or "_" in sig) else base64.b64decode(sig)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def _sig_text(raw: Any) -> str | None:
+    if isinstance(raw, (bytes, bytearray)) and raw:
+        return base64.b64encode(raw).decode("ascii")
+    if isinstance(raw, str) and raw:
+        return raw
+    return None
+
+
+def convert_contents(model: Model, context: Context) -> list[dict[str, Any]]:
+    """pi's history as Gemini ``contents`` (SDK dict form: snake_case keys, signatures as bytes)."""
+    contents: list[dict[str, Any]] = []
+    images_ok = "image" in model.input
+    needs_id = requires_tool_call_id(model.id)
+    gemini3 = "gemini-3" in model.id.lower()
+
+    for msg in transform_messages(context.messages, model, normalize_tool_call_id if needs_id else None):
+        if isinstance(msg, UserMessage):
+            if isinstance(msg.content, str):
+                contents.append({"role": "user", "parts": [{"text": sanitize(msg.content)}]})
+                continue
+            parts: list[dict[str, Any]] = []
+            for c in msg.content:
+                if isinstance(c, TextContent):
+                    parts.append({"text": sanitize(c.text)})
+                elif isinstance(c, ImageContent) and images_ok:
+                    parts.append({"inline_data": {"mime_type": c.mimeType, "data": base64.b64decode(c.data)}})
+            if parts:
+                contents.append({"role": "user", "parts": parts})
+        elif isinstance(msg, AssistantMessage):
+            same = msg.provider == model.provider and msg.model == model.id
+            parts = []
+            for b in msg.content:
+                if isinstance(b, TextContent):
+                    if not b.text.strip():
+                        continue
+                    part: dict[str, Any] = {"text": sanitize(b.text)}
+                    if same and _valid_signature(b.textSignature):
+                        part["thought_signature"] = _sig_bytes(b.textSignature)  # type: ignore[arg-type]
+                    parts.append(part)
+                elif isinstance(b, ThinkingContent):
+                    if not b.thinking.strip():
+                        continue
+                    if same:
+                        part = {"thought": True, "text": sanitize(b.thinking)}
+                        if _valid_signature(b.thinkingSignature):
+                            part["thought_signature"] = _sig_bytes(b.thinkingSignature)  # type: ignore[arg-type]
+                    else:
+                        part = {"text": sanitize(b.thinking)}
+                    parts.append(part)
+                elif isinstance(b, ToolCall):
+                    call: dict[str, Any] = {"name": b.name, "args": b.arguments or {}}
+                    if needs_id:
+                        call["id"] = b.id
+                    part = {"function_call": call}
+                    sig = b.thoughtSignature if same and _valid_signature(b.thoughtSignature) else None
+                    if sig is None and gemini3:
+                        sig = SKIP_THOUGHT_SIGNATURE
+                    if sig:
+                        part["thought_signature"] = _sig_bytes(sig)  # type: ignore[arg-type]
+                    parts.append(part)
+            if parts:
+                contents.append({"role": "model", "parts": parts})
+        elif isinstance(msg, ToolResultMessage):
+            text = "\n".join(c.text for c in msg.content if isinstance(c, TextContent))
+            images = [c for c in msg.content if isinstance(c, ImageContent)] if images_ok else []
+            value = sanitize(text) if text else ("(see attached image)" if images else "")
+            image_parts = [{"inline_data": {"mime_type": c.mimeType, "data": base64.b64decode(c.data)}}
+                           for c in images]
+            response: dict[str, Any] = {"name": msg.toolName,
+                                        "response": {"error": value} if msg.isError else {"output": value}}
+            if images and gemini3:
+                response["parts"] = image_parts
+            if needs_id:
+                response["id"] = msg.toolCallId
+            part = {"function_response": response}
+            last = contents[-1] if contents else None
+            if last is not None and last["role"] == "user" and any("function_response" in p for p in last["parts"]):
+                last["parts"].append(part)
+            else:
+                contents.append({"role": "user", "parts": [part]})
+            if images and not gemini3:
+                contents.append({"role": "user", "parts": [{"text": "Tool result image:"}, *image_parts]})
+    return contents
+
+
+def _budget(model: Model, level: str, custom: dict[str, int] | None) -> int:
+    level = "high" if level == "xhigh" else level
+    if custom and level in custom:
+        return int(custom[level])
+    mid = model.id
+    if "2.5-pro" in mid:
+        return _BUDGETS_25_PRO[level]
+    if "2.5-flash-lite" in mid:
+        return _BUDGETS_25_FLASH_LITE[level]
+    if "2.5-flash" in mid:
+        return _BUDGETS_25_FLASH[level]
+    return -1  # dynamic: the model decides
+
+
+def _thinking_config(model: Model, options: StreamOptions) -> dict[str, Any] | None:
+    if not model.reasoning:
+        return None
+    level = options.reasoning
+    if not level or level == "off":
+        # Gemini 3 cannot switch thinking off: ask for the least and hide it.
+        if _is_gemini3_pro(model.id):
+            return {"thinking_level": "LOW"}
+        if _is_gemini3_flash(model.id):
+            return {"thinking_level": "MINIMAL"}
+        return {"thinking_budget": 0}
+    if _is_gemini3_pro(model.id):
+        return {"include_thoughts": True, "thinking_level": "LOW" if level in ("minimal", "low") else "HIGH"}
+    if _is_gemini3_flash(model.id):
+        tl = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM"}.get(level, "HIGH")
+        return {"include_thoughts": True, "thinking_level": tl}
+    return {"include_thoughts": True, "thinking_budget": _budget(model, level, options.thinkingBudgets)}
+
+
+def build_config(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    """``GenerateContentConfig`` in dict form."""
+    config: dict[str, Any] = {}
+    if options.temperature is not None:
+        config["temperature"] = options.temperature
+    config["max_output_tokens"] = options.maxTokens or min(model.maxTokens, 32000)
+    if isinstance(context.systemPrompt, str) and context.systemPrompt:
+        config["system_instruction"] = sanitize(context.systemPrompt)
+    if isinstance(context.tools, list) and context.tools:
+        config["tools"] = [{"function_declarations": [
+            {"name": t.name, "description": t.description, "parameters_json_schema": t.parameters}
+            for t in context.tools]}]
+    thinking = _thinking_config(model, options)
+    if thinking is not None:
+        config["thinking_config"] = thinking
+    return config
+
+
+def _client(genai: Any, types: Any, model: Model, api_key: str, options: StreamOptions) -> Any:
+    headers = {**(model.headers if isinstance(model.headers, dict) else {}), **(options.headers or {})}
+    key = ("google", api_key, model.baseUrl, tuple(sorted(headers.items())), options.maxRetries, options.timeoutMs)
+
+    def make() -> Any:
+        http: dict[str, Any] = {}
+        if model.baseUrl:
+            http["base_url"] = model.baseUrl
+            http["api_version"] = ""  # the base URL already names the version (…/v1beta)
+        if headers:
+            http["headers"] = headers
+        if options.timeoutMs:
+            http["timeout"] = int(options.timeoutMs)
+        if hasattr(types, "HttpRetryOptions"):
+            http["retry_options"] = types.HttpRetryOptions(attempts=max(1, options.maxRetries + 1))
+        return genai.Client(api_key=api_key, http_options=types.HttpOptions(**http))
+
+    return cached_client(key, make)
+
+
+# ---------------------------------------------------------------------------------------------
+# Response
+# ---------------------------------------------------------------------------------------------
+class _StreamFailed(Exception):
+    pass
+
+
+def _enum_name(value: Any) -> str:
+    return str(getattr(value, "value", value) or "")
+
+
+class _Parser:
+    """Turns Gemini response chunks into pi's assistant message events, mutating ``out``."""
+
+    def __init__(self, model: Model, out: AssistantMessage) -> None:
+        self.model = model
+        self.out = out
+        self.current: TextContent | ThinkingContent | None = None
+        self.finish: str | None = None
+        self.finish_message: str | None = None
+        self.block_reason: str | None = None
+
+    def close_block(self) -> list[Any]:
+        block, self.current = self.current, None
+        if block is None:
+            return []
+        pos = len(self.out.content) - 1
+        if isinstance(block, TextContent):
+            return [TextEndEvent(contentIndex=pos, content=block.text, partial=self.out)]
+        return [ThinkingEndEvent(contentIndex=pos, content=block.thinking, partial=self.out)]
+
+    def feed(self, chunk: Any) -> list[Any]:
+        out = self.out
+        events: list[Any] = []
+        if getattr(chunk, "response_id", None) and not isinstance(out.responseId, str):
+            out.responseId = chunk.response_id
+        candidates = chunk.candidates or []
+        cand = candidates[0] if candidates else None
+        content = cand.content if cand is not None else None
+        for part in (content.parts if content is not None and content.parts else []):
+            sig = _sig_text(part.thought_signature)
+            if part.text is not None:
+                thinking = part.thought is True
+                cur = self.current
+                if cur is None or thinking != isinstance(cur, ThinkingContent):
+                    events.extend(self.close_block())
+                    pos = len(out.content)
+                    if thinking:
+                        cur = ThinkingContent(thinking="")
+                        events.append(ThinkingStartEvent(contentIndex=pos, partial=out))
+                    else:
+                        cur = TextContent(text="")
+                        events.append(TextStartEvent(contentIndex=pos, partial=out))
+                    out.content.append(cur)
+                    self.current = cur
+                pos = len(out.content) - 1
+                if isinstance(cur, ThinkingContent):
+                    cur.thinking += part.text
+                    if sig:
+                        cur.thinkingSignature = sig
+                    events.append(ThinkingDeltaEvent(contentIndex=pos, delta=part.text, partial=out))
+                else:
+                    cur.text += part.text
+                    if sig:
+                        cur.textSignature = sig
+                    events.append(TextDeltaEvent(contentIndex=pos, delta=part.text, partial=out))
+            if part.function_call is not None:
+                events.extend(self.close_block())
+                fc = part.function_call
+                name = fc.name or ""
+                call_id = fc.id
+                if not call_id or any(isinstance(b, ToolCall) and b.id == call_id for b in out.content):
+                    _tool_call_counter[0] += 1
+                    call_id = f"{name}_{int(time.time() * 1000)}_{_tool_call_counter[0]}"
+                args = fc.args if isinstance(fc.args, dict) else {}
+                tc = ToolCall(id=call_id, name=name, arguments=args)
+                if sig:
+                    tc.thoughtSignature = sig
+                pos = len(out.content)
+                out.content.append(tc)
+                events.append(ToolCallStartEvent(contentIndex=pos, partial=out))
+                events.append(ToolCallDeltaEvent(contentIndex=pos, delta=json.dumps(args, ensure_ascii=False),
+                                                 partial=out))
+                events.append(ToolCallEndEvent(contentIndex=pos, toolCall=tc, partial=out))
+        if cand is not None and cand.finish_reason:
+            self.finish = _enum_name(cand.finish_reason)
+            self.finish_message = getattr(cand, "finish_message", None)
+            reason = {"STOP": "stop", "MAX_TOKENS": "length"}.get(self.finish, "error")
+            if reason == "stop" and any(isinstance(b, ToolCall) for b in out.content):
+                reason = "toolUse"
+            out.stopReason = reason
+        feedback = getattr(chunk, "prompt_feedback", None)
+        if feedback is not None and getattr(feedback, "block_reason", None):
+            self.block_reason = _enum_name(feedback.block_reason)
+        um = chunk.usage_metadata
+        if um is not None:
+            usage = out.usage
+            cached = um.cached_content_token_count or 0
+            usage.input = (um.prompt_token_count or 0) - cached
+            usage.output = (um.candidates_token_count or 0) + (um.thoughts_token_count or 0)
+            usage.cacheRead = cached
+            usage.cacheWrite = 0
+            finish_usage(self.model, usage)
+        return events
+
+    def failure(self) -> str | None:
+        """Why the finished stream is an error, or None."""
+        if self.block_reason and not self.out.content:
+            return f"Gemini blocked the prompt (block reason: {self.block_reason})"
+        if self.finish is None:
+            return "Connection lost: the Gemini stream ended without a finish reason"
+        if self.out.stopReason == "error":
+            detail = f": {self.finish_message}" if self.finish_message else ""
+            return f"Gemini stopped the response (finish reason: {self.finish}){detail}"
+        return None
+
+
+def _describe_error(errors: Any, exc: BaseException, model: Model) -> str:
+    if isinstance(exc, _StreamFailed):
+        return str(exc)
+    if errors is None and isinstance(exc, ImportError):
+        return f"The google-genai package is not installed ({exc}); install it with: pip install google-genai"
+    if errors is not None and isinstance(exc, errors.APIError):
+        message = exc.message if isinstance(exc.message, str) else None
+        if message is None and exc.details is not None:
+            message = exc.details if isinstance(exc.details, str) else json.dumps(exc.details, ensure_ascii=False)
+        return format_http_error(exc.code if isinstance(exc.code, int) else None, message or exc.status)
+    transport = describe_transport_error(exc)
+    if transport:
+        if "Connect" in type(exc).__name__:
+            return f"Connection error: could not reach {model.baseUrl or 'the Gemini API'} ({exc})"
+        return transport
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def stream(model: Model, context: Context, options: StreamOptions) -> AsyncIterator[Any]:
+    out = new_output(model)
+    yield StartEvent(partial=out)
+    api_key = resolve_api_key(model, options)
+    if not api_key:
+        out.stopReason = "error"
+        out.errorMessage = missing_key_message(model.provider)
+        yield ErrorEvent(reason="error", error=out)
+        return
+    errors: Any = None
+    chunks: Any = None
+    error: str | None = None
+    try:
+        from google import genai
+        from google.genai import errors, types
+
+        client = _client(genai, types, model, api_key, options)
+        chunks = await client.aio.models.generate_content_stream(
+            model=model.id, contents=convert_contents(model, context), config=build_config(model, context, options))
+        parser = _Parser(model, out)
+        async for chunk in chunks:
+            for item in parser.feed(chunk):
+                yield item
+        for item in parser.close_block():
+            yield item
+        problem = parser.failure()
+        if problem:
+            raise _StreamFailed(problem)
+    except Exception as exc:  # noqa: BLE001 - every failure ends the stream with an error event
+        error = _describe_error(errors, exc, model)
+    finally:
+        closer = getattr(chunks, "aclose", None)
+        if closer is not None:
+            try:
+                await closer()
+            except Exception:  # noqa: BLE001 - already closed or broken; nothing to do
+                pass
+    if error is not None:
+        out.stopReason = "error"
+        out.errorMessage = error
+        yield ErrorEvent(reason="error", error=out)
+        return
+    yield DoneEvent(reason=out.stopReason, message=out)
