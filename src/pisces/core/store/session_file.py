@@ -1,0 +1,485 @@
+"""SessionManager: one session as an append-only JSONL tree on disk (or in memory).
+
+Each entry has an ``id`` and a ``parentId``; the *leaf* is the current position, and every append becomes a
+child of the leaf and the new leaf. ``branch()`` moves the leaf back, so the next append starts a branch;
+nothing is ever rewritten except by a format migration.
+
+Writing follows pi exactly where it shows: nothing reaches the disk until the session has an assistant
+message (an error or aborted one counts). Then the header and every buffered entry are written at once,
+and from there on each entry is one ``os.write`` of one line on an ``O_APPEND`` descriptor, so a crash
+loses at most the line being written. A file whose last line was torn gets a newline before the next
+append, so the torn line stays a single skippable line.
+
+Deliberate differences from pi, none visible on the wire: a file whose first line is not a session header
+is replaced only when the new session is first written (pi truncates it on open), a file deleted while
+open is written again in full at the next append, and a header is never written twice.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from msgspec import UNSET
+
+from pisces.ai.types import AssistantMessage, ToolResultMessage, UserMessage
+
+from .context import SessionContext, build_session_context, path_to
+from .entries import (
+    CURRENT_SESSION_VERSION,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    LabelEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    RawEntry,
+    SessionEntry,
+    SessionHeader,
+    SessionInfoEntry,
+    ThinkingLevelChangeEntry,
+    encode_line,
+    entry_type,
+)
+from .ids import iso_now, new_entry_id, uuid7
+from .listing import find_most_recent_session
+from .load import LoadedSession, load_session_file, warn, write_file_atomically
+from .messages import BashExecutionMessage, CustomMessage
+from .paths import default_session_dir, session_file_name
+from .tree import SessionTreeNode, build_tree
+
+__all__ = ["SessionManager", "EntryNotFoundError"]
+
+_APPENDABLE = (UserMessage, AssistantMessage, ToolResultMessage, BashExecutionMessage, CustomMessage)
+
+
+class EntryNotFoundError(LookupError):
+    """``Entry <id> not found`` (pi's wording)."""
+
+    def __init__(self, entry_id: Any) -> None:
+        super().__init__(f"Entry {entry_id} not found")
+        self.entry_id = entry_id
+
+
+def _is_assistant_entry(entry: SessionEntry) -> bool:
+    if isinstance(entry, MessageEntry):
+        return isinstance(entry.message, AssistantMessage)
+    if isinstance(entry, RawEntry) and entry.type == "message":
+        message = entry.data.get("message")
+        return isinstance(message, dict) and message.get("role") == "assistant"
+    return False
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class SessionManager:
+    """One session. Construct with :meth:`create`, :meth:`open`, :meth:`continue_recent`, :meth:`in_memory`
+    or :meth:`fork_from`. Methods mirror pi's ``SessionManager`` in snake_case."""
+
+    def __init__(self, cwd: str, session_dir: str, session_file: str | None = None, persist: bool = True) -> None:
+        self._cwd = cwd
+        self._session_dir = session_dir
+        self._persist = persist
+        self._session_id = ""
+        self._session_file: str | None = None
+        self._header = SessionHeader(id="")
+        self._raw_header: bytes | None = None
+        self._entries: list[SessionEntry] = []
+        self._by_id: dict[str, SessionEntry] = {}
+        self._labels: dict[str, str] = {}
+        self._raw: dict[str, tuple[Any, bytes]] = {}
+        self._leaf_id: str | None = None
+        self._has_assistant = False
+        self._session_name: str | None = None
+        self._written = 0  # lines of [header, *entries] on disk; 0 = this session's file not written yet
+        self._fd: int | None = None
+        self.last_write_error: OSError | None = None
+        if session_file:
+            self.set_session_file(session_file)
+        else:
+            self.new_session()
+
+    # ------------------------------------------------------------------------------------------
+    # Construction
+    # ------------------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, cwd: str, session_dir: str | None = None) -> "SessionManager":
+        """A new session in ``session_dir`` (default: the per-cwd directory)."""
+        return cls(cwd, session_dir or default_session_dir(cwd), None, True)
+
+    @classmethod
+    def open(cls, path: str, session_dir: str | None = None) -> "SessionManager":
+        """Open ``path`` (a missing path starts a fresh session bound to it). The cwd comes from the header."""
+        loaded = load_session_file(path)
+        cwd = loaded.header.cwd if loaded and loaded.header and loaded.header.cwd else os.getcwd()
+        manager = cls(cwd, session_dir or os.path.dirname(os.path.abspath(path)), None, True)
+        manager._switch(path, loaded)
+        return manager
+
+    @classmethod
+    def continue_recent(cls, cwd: str, session_dir: str | None = None) -> "SessionManager":
+        """The most recently modified session in the directory, or a new one."""
+        directory = session_dir or default_session_dir(cwd)
+        recent = find_most_recent_session(directory)
+        return cls(cwd, directory, recent, True)
+
+    @classmethod
+    def in_memory(cls, cwd: str | None = None) -> "SessionManager":
+        """A session that never touches the disk (``--no-session``)."""
+        return cls(cwd or os.getcwd(), "", None, False)
+
+    @classmethod
+    def fork_from(cls, source_path: str, target_cwd: str, session_dir: str | None = None) -> "SessionManager":
+        """Copy another project's session into a new file under ``target_cwd``'s session directory."""
+        loaded = load_session_file(source_path)
+        if loaded is None or loaded.header is None:
+            raise ValueError(f"Cannot fork: source session file is empty or invalid: {source_path}")
+        directory = session_dir or default_session_dir(target_cwd)
+        session_id = uuid7()
+        timestamp = iso_now()
+        header = SessionHeader(version=CURRENT_SESSION_VERSION, id=session_id, timestamp=timestamp, cwd=target_cwd,
+                               parentSession=source_path)
+        lines = [encode_line(header)]
+        for entry in loaded.entries:
+            raw = loaded.raw_lines.get(entry.id)
+            lines.append(raw[1] + b"\n" if raw and raw[0] is entry else encode_line(entry))
+        path = os.path.join(directory, session_file_name(timestamp, session_id))
+        write_file_atomically(path, b"".join(lines))
+        return cls(target_cwd, directory, path, True)
+
+    # ------------------------------------------------------------------------------------------
+    # Switching
+    # ------------------------------------------------------------------------------------------
+    def set_session_file(self, path: str) -> None:
+        """Switch to ``path``: load it, or start a fresh session bound to it when it does not exist or has no
+        valid header. Files of an older format version are migrated and rewritten."""
+        self._switch(path, load_session_file(path))
+
+    def _switch(self, path: str, loaded: LoadedSession | None) -> None:
+        path = os.path.abspath(path)
+        if loaded is None or loaded.header is None:
+            self.new_session()
+            self._session_file = path
+            return
+        self._close_fd()
+        self._header = loaded.header
+        self._raw_header = loaded.raw_header
+        self._session_id = loaded.header.id
+        self._session_file = path
+        self._entries = loaded.entries
+        self._raw = loaded.raw_lines
+        self._build_index()
+        if loaded.migrated:
+            self._rewrite_file()
+        self._written = 1 + len(self._entries)
+
+    def new_session(self, id: str | None = None, parent_session: str | None = None) -> str | None:
+        """Start an empty session (nothing on disk yet). Returns the file it will be written to."""
+        self._close_fd()
+        self._session_id = id or uuid7()
+        timestamp = iso_now()
+        self._header = SessionHeader(version=CURRENT_SESSION_VERSION, id=self._session_id, timestamp=timestamp,
+                                     cwd=self._cwd, parentSession=parent_session if parent_session else UNSET)
+        self._raw_header = None
+        self._entries = []
+        self._raw = {}
+        self._build_index()
+        self._written = 0
+        if self._persist:
+            self._session_file = os.path.join(self._session_dir, session_file_name(timestamp, self._session_id))
+        return self._session_file
+
+    def _build_index(self) -> None:
+        self._by_id = {}
+        self._labels = {}
+        self._leaf_id = None
+        self._has_assistant = False
+        self._session_name = None
+        for entry in self._entries:
+            self._index(entry)
+
+    def _index(self, entry: SessionEntry) -> None:
+        self._by_id[entry.id] = entry
+        self._leaf_id = entry.id
+        if not self._has_assistant and _is_assistant_entry(entry):
+            self._has_assistant = True
+        if isinstance(entry, LabelEntry):
+            if entry.label:
+                self._labels[entry.targetId] = entry.label
+            else:
+                self._labels.pop(entry.targetId, None)
+        elif isinstance(entry, SessionInfoEntry) and entry.name:
+            self._session_name = entry.name
+
+    # ------------------------------------------------------------------------------------------
+    # Writing
+    # ------------------------------------------------------------------------------------------
+    def _line(self, entry: Any) -> bytes:
+        raw = self._raw.get(entry.id) if not isinstance(entry, SessionHeader) else None
+        if raw is not None and raw[0] is entry:
+            return raw[1] + b"\n"
+        if entry is self._header and self._raw_header is not None:
+            return self._raw_header + b"\n"
+        return encode_line(entry)
+
+    def _all_lines(self) -> bytes:
+        return b"".join([self._line(self._header), *map(self._line, self._entries)])
+
+    def _rewrite_file(self) -> None:
+        if not self._persist or not self._session_file:
+            return
+        self._close_fd()
+        write_file_atomically(self._session_file, self._all_lines())
+        self._written = 1 + len(self._entries)
+
+    def _open_fd(self, truncate: bool) -> int:
+        assert self._session_file
+        directory = os.path.dirname(self._session_file)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | (os.O_TRUNC if truncate else 0)
+        fd = os.open(self._session_file, flags, 0o644)
+        if not truncate:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                _write_all(fd, b"\n")  # close a torn last line so our next line stays whole
+        return fd
+
+    def _close_fd(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+
+    def _flush(self) -> None:
+        """Write whatever is pending, if the session is ready to be on disk."""
+        if not self._persist or not self._session_file or not self._has_assistant:
+            return
+        total = 1 + len(self._entries)
+        if self._written >= total:
+            return
+        try:
+            if self._fd is not None and self._written and os.fstat(self._fd).st_nlink == 0:
+                self._close_fd()  # the file was deleted under us: write it again in full
+                self._written = 0
+            if self._written == 0:
+                self._close_fd()
+                self._fd = self._open_fd(truncate=True)
+                _write_all(self._fd, self._all_lines())
+            else:
+                if self._fd is None:
+                    self._fd = self._open_fd(truncate=False)
+                entries = self._entries[self._written - 1 :]
+                _write_all(self._fd, b"".join(map(self._line, entries)))
+            self._written = total
+            self.last_write_error = None
+        except OSError as exc:
+            # Keep the entries in memory and retry at the next append; the reopen repairs a torn line.
+            self._close_fd()
+            self.last_write_error = exc
+            warn(f"cannot write session file {self._session_file}: {exc.strerror or exc}")
+
+    def _append(self, entry: SessionEntry) -> str:
+        self._entries.append(entry)
+        self._index(entry)
+        self._flush()
+        return entry.id
+
+    def _new_id(self) -> str:
+        return new_entry_id(self._by_id)
+
+    def close(self) -> None:
+        """Release the file descriptor (the session stays usable; the next write reopens the file)."""
+        self._close_fd()
+
+    def __enter__(self) -> "SessionManager":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self._close_fd()
+        except Exception:
+            pass
+
+    # ------------------------------------------------------------------------------------------
+    # Appending (each returns the new entry's id; the entry becomes the leaf)
+    # ------------------------------------------------------------------------------------------
+    def append_message(self, message: Any) -> str:
+        """A user, assistant, toolResult, bashExecution or custom message. Summaries are not messages here:
+        use :meth:`append_compaction` and :meth:`branch_with_summary`."""
+        if not isinstance(message, _APPENDABLE):
+            raise TypeError(f"cannot append a {type(message).__name__} as a message entry")
+        return self._append(MessageEntry(id=self._new_id(), parentId=self._leaf_id, timestamp=iso_now(),
+                                         message=message))
+
+    def append_thinking_level_change(self, thinking_level: str) -> str:
+        return self._append(ThinkingLevelChangeEntry(id=self._new_id(), parentId=self._leaf_id,
+                                                     timestamp=iso_now(), thinkingLevel=thinking_level))
+
+    def append_model_change(self, provider: str, model_id: str) -> str:
+        return self._append(ModelChangeEntry(id=self._new_id(), parentId=self._leaf_id, timestamp=iso_now(),
+                                             provider=provider, modelId=model_id))
+
+    def append_compaction(self, summary: str, first_kept_entry_id: str, tokens_before: int | float,
+                          details: Any = UNSET, from_hook: Any = UNSET) -> str:
+        return self._append(CompactionEntry(id=self._new_id(), parentId=self._leaf_id, timestamp=iso_now(),
+                                            summary=summary, firstKeptEntryId=first_kept_entry_id,
+                                            tokensBefore=tokens_before, details=details,
+                                            fromHook=UNSET if from_hook is None else from_hook))
+
+    def append_custom_entry(self, custom_type: str, data: Any = UNSET) -> str:
+        return self._append(CustomEntry(id=self._new_id(), parentId=self._leaf_id, timestamp=iso_now(),
+                                        customType=custom_type, data=data))
+
+    def append_custom_message_entry(self, custom_type: str, content: Any, display: bool,
+                                    details: Any = UNSET) -> str:
+        return self._append(CustomMessageEntry(id=self._new_id(), parentId=self._leaf_id, timestamp=iso_now(),
+                                               customType=custom_type, content=content, display=display,
+                                               details=details))
+
+    def append_session_info(self, name: str) -> str:
+        """Name the session (trimmed). The latest named session_info entry wins."""
+        return self._append(SessionInfoEntry(id=self._new_id(), parentId=self._leaf_id, timestamp=iso_now(),
+                                             name=name.strip()))
+
+    def append_label_change(self, target_id: str, label: str | None) -> str:
+        """Set the label of ``target_id``; ``None`` or ``""`` clears it."""
+        if target_id not in self._by_id:
+            raise EntryNotFoundError(target_id)
+        return self._append(LabelEntry(id=self._new_id(), parentId=self._leaf_id, timestamp=iso_now(),
+                                       targetId=target_id, label=label if label else UNSET))
+
+    # ------------------------------------------------------------------------------------------
+    # Reading
+    # ------------------------------------------------------------------------------------------
+    def is_persisted(self) -> bool:
+        return self._persist
+
+    def is_on_disk(self) -> bool:
+        """Whether this session's file has been written (it is, from the first assistant message on)."""
+        return self._persist and self._written > 0
+
+    def get_cwd(self) -> str:
+        return self._cwd
+
+    def get_session_dir(self) -> str:
+        return self._session_dir
+
+    def get_session_id(self) -> str:
+        return self._session_id
+
+    def get_session_file(self) -> str | None:
+        return self._session_file
+
+    def get_header(self) -> SessionHeader:
+        return self._header
+
+    def get_entries(self) -> list[SessionEntry]:
+        """Every entry, in file order (a copy)."""
+        return list(self._entries)
+
+    def get_entry(self, entry_id: str) -> SessionEntry | None:
+        return self._by_id.get(entry_id)
+
+    def get_leaf_id(self) -> str | None:
+        return self._leaf_id
+
+    def get_leaf_entry(self) -> SessionEntry | None:
+        return self._by_id.get(self._leaf_id) if self._leaf_id else None
+
+    def get_children(self, parent_id: str) -> list[SessionEntry]:
+        return [e for e in self._by_id.values() if e.parentId == parent_id]
+
+    def get_label(self, entry_id: str) -> str | None:
+        return self._labels.get(entry_id)
+
+    def get_labels(self) -> dict[str, str]:
+        return dict(self._labels)
+
+    def get_session_name(self) -> str | None:
+        return self._session_name
+
+    def get_branch(self, from_id: str | None = None) -> list[SessionEntry]:
+        """Root -> ``from_id`` (default: the leaf), every entry type included. Empty for an unknown id."""
+        start = from_id if from_id is not None else self._leaf_id
+        return path_to(self._by_id.get(start) if start else None, self._by_id)
+
+    def build_session_context(self) -> SessionContext:
+        """What the LLM sees from the current leaf (see :func:`build_session_context`)."""
+        return build_session_context(self._entries, self._leaf_id, self._by_id)
+
+    def get_tree(self) -> list[SessionTreeNode]:
+        return build_tree(self._entries, self._labels)
+
+    # ------------------------------------------------------------------------------------------
+    # Branching
+    # ------------------------------------------------------------------------------------------
+    def branch(self, entry_id: str) -> None:
+        """Move the leaf to ``entry_id``; the next append starts a branch there."""
+        if entry_id not in self._by_id:
+            raise EntryNotFoundError(entry_id)
+        self._leaf_id = entry_id
+
+    def reset_leaf(self) -> None:
+        """Move the leaf before the first entry; the next append is a new root."""
+        self._leaf_id = None
+
+    def branch_with_summary(self, branch_from_id: str | None, summary: str, details: Any = UNSET,
+                            from_hook: Any = UNSET) -> str:
+        """Branch from ``branch_from_id`` (``None``: the root) and append a branch_summary entry there."""
+        if branch_from_id is not None and branch_from_id not in self._by_id:
+            raise EntryNotFoundError(branch_from_id)
+        self._leaf_id = branch_from_id
+        return self._append(BranchSummaryEntry(id=self._new_id(), parentId=branch_from_id, timestamp=iso_now(),
+                                               fromId=branch_from_id or "root", summary=summary, details=details,
+                                               fromHook=UNSET if from_hook is None else from_hook))
+
+    def create_branched_session(self, leaf_id: str) -> str | None:
+        """Make this manager a new session holding only root -> ``leaf_id`` (ids kept, labels re-applied as
+        fresh label entries at the end). The header's ``parentSession`` is the old file. The file is written
+        now if the path has an assistant message, else lazily. Returns the new file (``None`` in memory)."""
+        previous_file = self._session_file
+        path = self.get_branch(leaf_id)
+        if not path:
+            raise EntryNotFoundError(leaf_id)
+        kept = [e for e in path if entry_type(e) != "label"]
+        kept_ids = {e.id for e in kept}
+        taken = set(kept_ids)
+        parent = kept[-1].id if kept else None
+        labels: list[SessionEntry] = []
+        for target_id, label in self._labels.items():
+            if target_id in kept_ids:
+                entry = LabelEntry(id=new_entry_id(taken), parentId=parent, timestamp=iso_now(), targetId=target_id,
+                                   label=label)
+                taken.add(entry.id)
+                labels.append(entry)
+                parent = entry.id
+
+        self._close_fd()
+        self._session_id = uuid7()
+        timestamp = iso_now()
+        self._header = SessionHeader(
+            version=CURRENT_SESSION_VERSION, id=self._session_id, timestamp=timestamp, cwd=self._cwd,
+            parentSession=previous_file if self._persist and previous_file else UNSET,
+        )
+        self._raw_header = None
+        self._entries = kept + labels
+        self._raw = {k: v for k, v in self._raw.items() if k in kept_ids}
+        self._build_index()
+        self._written = 0
+        if not self._persist:
+            return None
+        self._session_file = os.path.join(self._session_dir, session_file_name(timestamp, self._session_id))
+        if self._has_assistant:
+            self._rewrite_file()
+        return self._session_file
