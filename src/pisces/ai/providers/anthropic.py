@@ -555,9 +555,12 @@ def _describe_error(sdk: Any, exc: BaseException, model: Model) -> str:
 
 async def stream(model: Model, context: Context, options: StreamOptions) -> AsyncIterator[Any]:
     out = new_output(model)
-    yield StartEvent(partial=out)
+    # ``start`` waits for the SSE message_start, so the message_start event already carries the input
+    # usage, as pi's does.
+    started = False
     api_key = resolve_api_key(model, options)
     if not api_key:
+        yield StartEvent(partial=out)
         out.stopReason = "error"
         out.errorMessage = missing_key_message(model.provider)
         yield ErrorEvent(reason="error", error=out)
@@ -583,7 +586,11 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
                 continue
             if not isinstance(ev, dict):
                 continue
-            for item in parser.feed(ev):
+            items = parser.feed(ev)
+            if not started:
+                started = True
+                yield StartEvent(partial=out)
+            for item in items:
                 yield item
             if parser.finished:
                 break
@@ -602,6 +609,8 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
                 await response.aclose()
             except Exception:  # noqa: BLE001 - closing a broken connection may fail; nothing to do
                 pass
+    if not started:
+        yield StartEvent(partial=out)
     if error is not None:
         out.stopReason = "error"
         out.errorMessage = error
