@@ -17,6 +17,7 @@ from pisces.agent.types import AgentTool, MessageEndEvent, MessageStartEvent
 from pisces.ai.models import clamp_thinking_level
 from pisces.ai.types import AssistantMessage, Model, StreamOptions, TextContent, UserMessage, now_ms
 from pisces.core import session_views as views
+from pisces.core.compaction import Compactor
 from pisces.core.hooks import Hooks
 from pisces.core.prompt_templates import expand_prompt_template, list_prompt_commands
 from pisces.core.models_registry import UNKNOWN_MODEL, ModelRegistry, next_thinking_level
@@ -53,7 +54,7 @@ class AgentSession:
         self._context_unknown = False  # right after a compaction, until the next reply
         self._settle_waiters = 0
         self.retry = RetryPolicy(self)
-        self.compactor: Any = None  # set by pisces.core.compaction when built (see _compactor())
+        self.compactor = Compactor(self)
         self.bash_runner: Any = None
         self.is_compacting = False
         self._run_lock = asyncio.Lock()
@@ -459,7 +460,6 @@ class AgentSession:
         if name:
             event["sessionName"] = name
         event["messageCount"] = len(self.agent.messages)
-        event["leafId"] = self.store.get_leaf_id()
         self.emit(event)
 
     async def _leave_current(self, hook: str, **details: Any) -> bool:
@@ -535,7 +535,9 @@ class AgentSession:
         is_user = entry_type(entry) == "message" and isinstance(entry.message, UserMessage)
         if is_user:  # as in pi's tree view: land before the user message and hand its text back
             result["editorText"] = views.user_text(entry.message)
-            if entry.parentId is None:
+            if summarize:
+                pass  # summarize_branch already moved the leaf (onto the summary it wrote)
+            elif entry.parentId is None:
                 self.store.reset_leaf()
             else:
                 self.store.branch(entry.parentId)
