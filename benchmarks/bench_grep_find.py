@@ -1,0 +1,98 @@
+"""Time the grep and find tools on a 50k-file tree against bare ripgrep.
+
+    python benchmarks/bench_grep_find.py [--files 50000] [--repeat 3]
+
+Builds the tree in a temp dir (a .gitignore'd build/ directory included), then reports the best of
+``--repeat`` runs for: bare ``rg`` (the same arguments the tools use), the tools with rg, and the tools'
+pure-Python fallback. Not a test: it prints numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+from pisces.ai.abort import AbortSignal
+from pisces.core.tools.find import FindTool
+from pisces.core.tools.grep import GrepTool, find_rg
+
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
+
+
+def build_tree(root: str, count: int) -> None:
+    rng = random.Random(1)
+    os.makedirs(os.path.join(root, ".git"))
+    with open(os.path.join(root, ".gitignore"), "w") as f:
+        f.write("build/\n*.log\n")
+    per_dir = 50
+    for n in range(count):
+        d = os.path.join(root, "build" if n % 25 == 0 else f"pkg{n // 1000}", f"mod{(n // per_dir) % 20}")
+        os.makedirs(d, exist_ok=True)
+        ext = ".log" if n % 40 == 1 else ".py"
+        with open(os.path.join(d, f"file{n}{ext}"), "w") as f:
+            for _ in range(20):
+                f.write(" ".join(rng.choice(WORDS) for _ in range(8)) + "\n")
+            if n % 997 == 0:
+                f.write("needle_marker = 42\n")
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def run_tool(tool, params) -> str:
+    result = asyncio.run(tool.execute("bench", params, AbortSignal(), lambda u: None))
+    return result.content[0].text
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", type=int, default=50_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    rg = find_rg()
+    with tempfile.TemporaryDirectory(prefix="pisces-bench-") as root:
+        t = time.perf_counter()
+        build_tree(root, args.files)
+        print(f"tree: {args.files} files in {time.perf_counter() - t:.1f}s at {root}; rg: {rg or 'not found'}")
+        grep_params = {"pattern": "needle_marker"}
+        find_params = {"pattern": "*.py", "limit": 100_000}
+        rows: list[tuple[str, float, float | None]] = []
+        if rg:
+            bare_grep = best(lambda: subprocess.run(
+                [rg, "--json", "--line-number", "--color=never", "--hidden", "--sort", "path", "--", "needle_marker",
+                 root], capture_output=True), args.repeat)
+            bare_find = best(lambda: subprocess.run([rg, "--files", "--hidden", "--no-require-git", root],
+                                                    capture_output=True), args.repeat)
+            tool_grep = best(lambda: run_tool(GrepTool(root, rg_path=rg), grep_params), args.repeat)
+            tool_find = best(lambda: run_tool(FindTool(root, rg_path=rg), find_params), args.repeat)
+            rows += [("grep tool (rg)", tool_grep, bare_grep), ("find tool (rg)", tool_find, bare_find)]
+            assert run_tool(GrepTool(root, rg_path=rg), grep_params) == run_tool(GrepTool(root, rg_path=None), grep_params)
+            assert run_tool(FindTool(root, rg_path=rg), find_params) == run_tool(FindTool(root, rg_path=None), find_params)
+        else:
+            bare_grep = bare_find = None
+        py_grep = best(lambda: run_tool(GrepTool(root, rg_path=None), grep_params), args.repeat)
+        py_find = best(lambda: run_tool(FindTool(root, rg_path=None), find_params), args.repeat)
+        rows += [("grep tool (pure Python)", py_grep, bare_grep), ("find tool (pure Python)", py_find, bare_find)]
+        if rg:
+            print(f"{'bare rg --json (grep)':28s} {bare_grep * 1000:8.1f} ms")
+            print(f"{'bare rg --files (find)':28s} {bare_find * 1000:8.1f} ms")
+        for name, secs, base in rows:
+            ratio = f"  {secs / base:5.2f}x bare rg" if base else ""
+            print(f"{name:28s} {secs * 1000:8.1f} ms{ratio}")
+        print(f"python {sys.version.split()[0]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""Small helpers the tools share: running blocking file work off the event loop, abortably."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Callable, TypeVar
+
+from pisces.agent.types import ToolError
+from pisces.ai.abort import AbortSignal
+
+T = TypeVar("T")
+
+OPERATION_ABORTED = "Operation aborted"
+
+
+def check_aborted(signal: AbortSignal | None) -> None:
+    if signal is not None and signal.aborted:
+        raise ToolError(OPERATION_ABORTED)
+
+
+async def run_abortable(signal: AbortSignal | None, fn: Callable[..., T], *args: Any,
+                        cancel: threading.Event | None = None) -> T:
+    """Run blocking ``fn(*args)`` on a worker thread. An abort ends the wait at once with pi's
+    "Operation aborted" error and sets ``cancel`` so that a cooperative ``fn`` can stop early."""
+    check_aborted(signal)
+    loop = asyncio.get_running_loop()
+    work = loop.run_in_executor(None, fn, *args)
+    if signal is None:
+        return await work
+    aborted: asyncio.Future[None] = loop.create_future()
+
+    def on_abort() -> None:
+        if cancel is not None:
+            cancel.set()
+        if not aborted.done():
+            aborted.set_result(None)
+
+    remove = signal.add_listener(on_abort)
+    try:
+        await asyncio.wait({work, aborted}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        remove()
+    if aborted.done():
+        work.add_done_callback(lambda f: f.cancelled() or f.exception())  # never "exception never retrieved"
+        raise ToolError(OPERATION_ABORTED)
+    aborted.cancel()
+    return work.result()

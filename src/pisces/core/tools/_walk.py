@@ -1,0 +1,423 @@
+"""Globs, ignore files and a directory walker that behaves like ripgrep's, for when ``rg`` is not installed.
+
+What is emulated (ripgrep 14 with ``--hidden``): ``.gitignore`` (only inside a git repository unless
+``require_git=False``), ``.git/info/exclude``, the global git excludes file, ``.ignore`` and ``.rgignore``,
+each honoured in the directory holding it and below, deeper files taking precedence, and ancestors of the
+search root read too (``.gitignore`` up to the repository root). ``--glob`` overrides beat all of them.
+Entries are visited depth-first in byte order of names, which is ripgrep's ``--sort path`` order. Symbolic
+links are not followed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import threading
+from dataclasses import dataclass, field
+from typing import Iterator
+
+# ---------------------------------------------------------------------------------------------
+# Globs
+# ---------------------------------------------------------------------------------------------
+
+
+def _class_end(pat: str, i: int) -> int:
+    """Index of the ``]`` closing the class opened at ``pat[i] == "["``, or -1."""
+    j = i + 1
+    if j < len(pat) and pat[j] in "!^":
+        j += 1
+    if j < len(pat) and pat[j] == "]":
+        j += 1
+    while j < len(pat) and pat[j] != "]":
+        if pat[j] == "\\":
+            j += 1
+        j += 1
+    return j if j < len(pat) else -1
+
+
+def _brace_end(pat: str, i: int) -> int:
+    depth = 0
+    j = i
+    while j < len(pat):
+        c = pat[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "[":
+            end = _class_end(pat, j)
+            if end != -1:
+                j = end + 1
+                continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return -1
+
+
+def _split_alternatives(body: str) -> list[str]:
+    parts: list[str] = []
+    depth = 0
+    cur = []
+    j = 0
+    while j < len(body):
+        c = body[j]
+        if c == "\\" and j + 1 < len(body):
+            cur.append(body[j:j + 2])
+            j += 2
+            continue
+        if c == "[":
+            end = _class_end(body, j)
+            if end != -1:
+                cur.append(body[j:end + 1])
+                j = end + 1
+                continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        if c == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        j += 1
+    parts.append("".join(cur))
+    return parts
+
+
+def glob_to_regex(pat: str) -> str:
+    """A regex (unanchored text) for a glob where ``*``/``?`` stop at ``/``, ``**`` spans directories,
+    ``[...]`` / ``[!...]`` are classes, ``{a,b}`` alternatives and ``\\`` escapes."""
+    out: list[str] = []
+    i = 0
+    n = len(pat)
+    while i < n:
+        c = pat[i]
+        if c == "\\" and i + 1 < n:
+            out.append(re.escape(pat[i + 1]))
+            i += 2
+        elif c == "*":
+            if i + 1 < n and pat[i + 1] == "*":
+                j = i + 2
+                while j < n and pat[j] == "*":
+                    j += 1
+                at_start = i == 0 or pat[i - 1] == "/"
+                if at_start and j == n:
+                    out.append(".*")
+                    i = j
+                elif at_start and pat[j] == "/":
+                    out.append("(?:.*/)?")
+                    i = j + 1
+                else:
+                    out.append("[^/]*")
+                    i = j
+            else:
+                out.append("[^/]*")
+                i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            end = _class_end(pat, i)
+            if end == -1:
+                out.append(re.escape(c))
+                i += 1
+                continue
+            body = pat[i + 1:end]
+            negate = body[:1] in ("!", "^")
+            if negate:
+                body = body[1:]
+            items: list[str] = []
+            k = 0
+            while k < len(body):
+                ch = body[k]
+                if ch == "\\" and k + 1 < len(body):
+                    ch = body[k + 1]
+                    k += 1
+                if k + 2 < len(body) and body[k + 1] == "-":
+                    hi = body[k + 2]
+                    items.append(f"{re.escape(ch)}-{re.escape(hi)}")
+                    k += 3
+                    continue
+                items.append(re.escape(ch))
+                k += 1
+            cls = "".join(items)
+            out.append(f"[^/{cls}]" if negate else f"[{cls}]" if cls else "(?!)")
+            i = end + 1
+        elif c == "{":
+            end = _brace_end(pat, i)
+            if end == -1:
+                out.append(re.escape(c))
+                i += 1
+                continue
+            alts = _split_alternatives(pat[i + 1:end])
+            out.append("(?:" + "|".join(glob_to_regex(a) for a in alts) + ")")
+            i = end + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return "".join(out)
+
+
+@dataclass(slots=True)
+class Rule:
+    regex: re.Pattern[str]
+    negated: bool
+    dir_only: bool
+
+
+def parse_ignore_pattern(line: str, *, case_insensitive: bool = False) -> Rule | None:
+    """One line of a .gitignore (or one ``--glob``, after flipping its ``!``) as a rule matched against
+    paths relative to the ignore file's directory."""
+    if line.endswith("\r"):
+        line = line[:-1]
+    if not line or line.startswith("#"):
+        return None
+    # trailing unescaped spaces are dropped
+    stripped = line.rstrip(" ")
+    if stripped != line and stripped.endswith("\\"):
+        stripped += " "
+    line = stripped
+    if not line:
+        return None
+    negated = False
+    if line.startswith("!"):
+        negated = True
+        line = line[1:]
+    elif line.startswith("\\!") or line.startswith("\\#"):
+        line = line[1:]
+    dir_only = False
+    if line.endswith("/") and not line.endswith("\\/"):
+        dir_only = True
+        line = line.rstrip("/")
+    if not line:
+        return None
+    anchored = "/" in line
+    if line.startswith("/"):
+        line = line[1:]
+    if not anchored and not line.startswith("**/"):
+        line = "**/" + line
+    flags = re.IGNORECASE if case_insensitive else 0
+    try:
+        regex = re.compile(f"(?s:{glob_to_regex(line)})\\Z", flags)
+    except re.error:
+        return None
+    return Rule(regex, negated, dir_only)
+
+
+def match_rules(rules: list[Rule], rel: str, is_dir: bool) -> bool | None:
+    """True = ignored, False = whitelisted (``!``), None = no rule matched. The last matching rule wins."""
+    for rule in reversed(rules):
+        if rule.dir_only and not is_dir:
+            continue
+        if rule.regex.match(rel):
+            return not rule.negated
+    return None
+
+
+def read_ignore_file(path: str) -> list[Rule]:
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    rules = []
+    for line in text.split("\n"):
+        rule = parse_ignore_pattern(line)
+        if rule is not None:
+            rules.append(rule)
+    return rules
+
+
+def global_git_excludes_path() -> str | None:
+    """core.excludesFile's default location (``$XDG_CONFIG_HOME/git/ignore``)."""
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    path = os.path.join(xdg, "git", "ignore")
+    return path if os.path.isfile(path) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Overrides (rg --glob)
+# ---------------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Overrides:
+    """``--glob`` patterns, matched against paths relative to ``root`` (ripgrep's working directory).
+    Without ``!`` a glob whitelists; with it, it excludes. If any glob whitelists, files matching none are
+    excluded."""
+    root: str
+    rules: list[Rule] = field(default_factory=list)
+    has_whitelist: bool = False
+
+    @classmethod
+    def build(cls, globs: list[str], root: str) -> "Overrides":
+        ov = cls(root)
+        for g in globs:
+            # an override glob's "!" means exclude, no "!" means include: the reverse of .gitignore
+            rule = parse_ignore_pattern(g[1:] if g.startswith("!") else "!" + g)
+            if rule is None:
+                continue
+            ov.rules.append(rule)
+            if rule.negated:
+                ov.has_whitelist = True
+        return ov
+
+    def decide(self, abs_path: str, is_dir: bool) -> bool | None:
+        """True = excluded, False = included regardless of ignore files, None = no decision."""
+        if not self.rules:
+            return None
+        rel = os.path.relpath(abs_path, self.root) if _is_under(abs_path, self.root) else abs_path.lstrip("/")
+        rel = rel.replace(os.sep, "/")
+        m = match_rules(self.rules, rel, is_dir)
+        if m is not None:
+            return m
+        if self.has_whitelist and not is_dir:
+            return True
+        return None
+
+
+def _is_under(path: str, root: str) -> bool:
+    root = root.rstrip("/") or "/"
+    return path == root or path.startswith(root + "/") or root == "/"
+
+
+# ---------------------------------------------------------------------------------------------
+# Walking
+# ---------------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class _Level:
+    """Ignore rules of one directory."""
+    path: str
+    custom: list[Rule]       # .rgignore
+    ignore: list[Rule]       # .ignore
+    git: list[Rule]          # .gitignore
+    exclude: list[Rule]      # .git/info/exclude (only at a repository root)
+    has_git: bool
+
+
+def _load_level(path: str, names: set[str] | None = None) -> _Level:
+    """The ignore files of ``path``; ``names`` (the directory's entries, when already listed) spares the
+    lookups of files that are not there."""
+    def has(name: str) -> bool:
+        return name in names if names is not None else os.path.exists(os.path.join(path, name))
+
+    def rules(name: str) -> list[Rule]:
+        return read_ignore_file(os.path.join(path, name)) if has(name) else []
+
+    has_git = has(".git")
+    git_dir = os.path.join(path, ".git")
+    exclude = read_ignore_file(os.path.join(git_dir, "info", "exclude")) if has_git and os.path.isdir(git_dir) else []
+    return _Level(path, rules(".rgignore"), rules(".ignore"), rules(".gitignore"), exclude, has_git)
+
+
+def _rel(path: str, base: str) -> str:
+    if base == "/":
+        return path.lstrip("/")
+    return path[len(base) + 1:] if path.startswith(base + "/") else os.path.relpath(path, base)
+
+
+class Walker:
+    """Yields the files under ``root`` that ripgrep would search, in ``--sort path`` order."""
+
+    def __init__(self, root: str, *, require_git: bool = True, overrides: Overrides | None = None,
+                 cancel: threading.Event | None = None) -> None:
+        self.root = os.path.abspath(root)
+        self.require_git = require_git
+        self.overrides = overrides if overrides is not None and overrides.rules else None
+        self.cancel = cancel
+        global_path = global_git_excludes_path()
+        self.global_rules = read_ignore_file(global_path) if global_path else []
+        self.parents: list[_Level] = []  # ancestors of the root, nearest first
+        cur = self.root
+        while True:
+            nxt = os.path.dirname(cur)
+            if nxt == cur:
+                break
+            cur = nxt
+            self.parents.append(_load_level(cur))
+
+    def walk(self, include_dirs: bool = False) -> Iterator[tuple[str, bool]]:
+        """(absolute path, is_dir) of every entry that is not ignored; the root itself is not yielded."""
+        yield from self._walk_dir(self.root, self.parents, include_dirs)
+
+    def _walk_dir(self, path: str, parent_levels: list[_Level], include_dirs: bool
+                  ) -> Iterator[tuple[str, bool]]:
+        if self.cancel is not None and self.cancel.is_set():
+            return
+        try:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return
+        levels = [_load_level(path, {e.name for e in entries})] + parent_levels
+        check = self._checker(levels)
+        for entry in entries:
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode):
+                if check is not None and check(entry.path, True):
+                    continue
+                if include_dirs:
+                    yield entry.path, True
+                yield from self._walk_dir(entry.path, levels, include_dirs)
+            elif stat.S_ISREG(mode):
+                if check is not None and check(entry.path, False):
+                    continue
+                yield entry.path, False
+
+    def _checker(self, levels: list[_Level]):  # type: ignore[no-untyped-def]
+        """A function (path, is_dir) -> ignored for the entries of one directory; None if nothing can be
+        ignored there. ``levels``: that directory's and its ancestors' rules, nearest first."""
+        any_git = not self.require_git or any(lv.has_git for lv in levels)
+        plain = [(lv.path, lv.custom) for lv in levels if lv.custom] + [(lv.path, lv.ignore) for lv in levels if lv.ignore]
+        git: list[tuple[str, list[Rule]]] = []
+        repo: str | None = None
+        if any_git:
+            gi: list[tuple[str, list[Rule]]] = []
+            ex: list[tuple[str, list[Rule]]] = []
+            for lv in levels:
+                if lv.git:
+                    gi.append((lv.path, lv.git))
+                if lv.exclude:
+                    ex.append((lv.path, lv.exclude))
+                if lv.has_git:
+                    repo = lv.path
+                    break  # no .gitignore above the repository root
+            git = gi + ex
+            if self.global_rules and (repo is not None or not self.require_git):
+                git.append((repo or self.root, self.global_rules))
+        overrides = self.overrides
+        groups = plain + git
+        if overrides is None and not groups:
+            return None
+
+        def ignored(path: str, is_dir: bool) -> bool:
+            if overrides is not None:
+                d = overrides.decide(path, is_dir)
+                if d is not None:
+                    return d
+            for base, rules in groups:
+                m = match_rules(rules, _rel(path, base), is_dir)
+                if m is not None:
+                    return m
+            return False
+
+        return ignored
+
+
+def path_sort_key(rel: str) -> str:
+    """Order of a depth-first walk with names sorted at each level (``a/b`` before ``a.txt``): the path
+    with its separators made the lowest character. A trailing ``/`` (a directory) is ignored."""
+    return rel.rstrip("/").replace("/", "\x00")
+
+
+__all__ = ["glob_to_regex", "parse_ignore_pattern", "match_rules", "Overrides", "Walker", "path_sort_key",
+           "read_ignore_file"]

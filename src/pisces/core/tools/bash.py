@@ -1,0 +1,148 @@
+"""The ``bash`` tool: run a command, stream throttled snapshots of the output's tail, return the tail.
+
+Updates: first ``{content: []}`` (no details), then at most one snapshot per 100 ms with
+``details: {truncation?, fullOutputPath?}``. The result is the output (or ``(no output)``) plus a notice
+when it was truncated; a non-zero exit, an abort and a timeout are error results with pi's texts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
+from pisces.ai.abort import AbortSignal
+from pisces.ai.types import TextContent
+from pisces.core.bash_exec import OutputAccumulator, OutputSnapshot, ShellError, run_shell
+
+from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, js_number
+
+BASH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["command"],
+    "properties": {
+        "command": {"type": "string", "description": "Bash command to execute"},
+        "timeout": {"type": "number", "description": "Timeout in seconds (optional, no default timeout)"},
+    },
+}
+
+BASH_DESCRIPTION = (
+    f"Execute a bash command in the current working directory. Returns stdout and stderr. Output is truncated to "
+    f"last {DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first). If truncated, full "
+    "output is saved to a temp file. Optionally provide a timeout in seconds."
+)
+
+UPDATE_THROTTLE = 0.1  # seconds
+
+
+def format_bash_output(snap: OutputSnapshot, last_line_bytes: int, empty_text: str = "(no output)"
+                       ) -> tuple[str, dict[str, Any] | None]:
+    """The result text (output + truncation notice) and details, as pi's bash tool builds them."""
+    t = snap.truncation
+    text = snap.content or empty_text
+    if not t.truncated:
+        return text, None
+    details: dict[str, Any] = {"truncation": t.to_dict()}
+    if snap.full_output_path is not None:
+        details["fullOutputPath"] = snap.full_output_path
+    start = t.totalLines - t.outputLines + 1
+    end = t.totalLines
+    path = snap.full_output_path
+    if t.lastLinePartial:
+        text += (f"\n\n[Showing last {format_size(t.outputBytes)} of line {end} (line is "
+                 f"{format_size(last_line_bytes)}). Full output: {path}]")
+    elif t.truncatedBy == "lines":
+        text += f"\n\n[Showing lines {start}-{end} of {t.totalLines}. Full output: {path}]"
+    else:
+        text += (f"\n\n[Showing lines {start}-{end} of {t.totalLines} ({format_size(DEFAULT_MAX_BYTES)} limit). "
+                 f"Full output: {path}]")
+    return text, details
+
+
+def _append_status(text: str, status: str) -> str:
+    return f"{text}\n\n{status}" if text else status
+
+
+class BashTool(AgentTool):
+    name = "bash"
+    label = "bash"
+    description = BASH_DESCRIPTION
+    parameters = BASH_SCHEMA
+
+    def __init__(self, cwd: str, *, shell_path: str | None = None, command_prefix: str | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        self.cwd = cwd
+        self.shell_path = shell_path
+        self.command_prefix = command_prefix
+        self.env = env
+
+    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+                      on_update: ToolUpdate) -> AgentToolResult:
+        command = params.get("command")
+        if not isinstance(command, str):
+            command = "undefined" if command is None else str(command)  # pi runs `undefined` (exit 127)
+        if self.command_prefix:
+            command = f"{self.command_prefix}\n{command}"
+        timeout = params.get("timeout")
+        loop = asyncio.get_running_loop()
+        acc = OutputAccumulator(temp_prefix="pisces-bash")
+        throttle: dict[str, Any] = {"dirty": False, "last": 0.0, "timer": None}
+
+        def emit() -> None:
+            if not throttle["dirty"]:
+                return
+            throttle["dirty"] = False
+            throttle["last"] = time.monotonic()
+            snap = acc.snapshot(persist_if_truncated=True)
+            details: dict[str, Any] = {}
+            if snap.truncation.truncated:
+                details["truncation"] = snap.truncation.to_dict()
+            if snap.full_output_path is not None:
+                details["fullOutputPath"] = snap.full_output_path
+            on_update(AgentToolResult(content=[TextContent(text=snap.content)], details=details))
+
+        def cancel_timer() -> None:
+            if throttle["timer"] is not None:
+                throttle["timer"].cancel()
+                throttle["timer"] = None
+
+        def fire() -> None:
+            throttle["timer"] = None
+            emit()
+
+        def on_chunk(_text: str) -> None:
+            throttle["dirty"] = True
+            delay = UPDATE_THROTTLE - (time.monotonic() - throttle["last"])
+            if delay <= 0:
+                cancel_timer()
+                emit()
+            elif throttle["timer"] is None:
+                throttle["timer"] = loop.call_later(delay, fire)
+
+        on_update(AgentToolResult(content=[]))
+        try:
+            result = await run_shell(command, self.cwd, signal=signal,
+                                     timeout=timeout if isinstance(timeout, (int, float)) else None,
+                                     on_chunk=on_chunk, env=self.env, shell_path=self.shell_path, accumulator=acc)
+        except ShellError as exc:
+            raise ToolError(str(exc)) from None
+        finally:
+            cancel_timer()
+        emit()
+        snap = OutputSnapshot(result.output, result.truncation, result.full_output_path)
+        if result.cancelled or result.timed_out:
+            text, _ = format_bash_output(snap, result.last_line_bytes, "")
+            if result.cancelled:
+                raise ToolError(_append_status(text, "Command aborted"))
+            raise ToolError(_append_status(text, f"Command timed out after {js_number(timeout)} seconds"))
+        text, details = format_bash_output(snap, result.last_line_bytes)
+        if result.exit_code is not None and result.exit_code != 0:
+            raise ToolError(_append_status(text, f"Command exited with code {result.exit_code}"))
+        out = AgentToolResult(content=[TextContent(text=text)])
+        if details is not None:
+            out.details = details
+        return out
+
+
+__all__ = ["BashTool", "BASH_SCHEMA", "BASH_DESCRIPTION", "format_bash_output"]

@@ -1,0 +1,177 @@
+"""The ``find`` tool: files (and directories) whose name, or path, matches a glob.
+
+pi runs ``fd --glob --hidden --no-require-git``; pisces lists the files with ``rg --files`` (same ignore
+rules, .gitignore honoured even outside a repository) or with the pure-Python walker, then matches the
+glob itself with fd's rules: a pattern without ``/`` is matched against the name, a pattern with ``/``
+against the absolute path (with ``**/`` put in front unless it starts with ``/`` or ``**/``); smart case
+(case-insensitive unless the pattern has a capital). A directory is listed, with a trailing ``/``, when it
+holds at least one file that is listed (fd would list empty ones too). Results are sorted by path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal as _signal
+import threading
+from typing import Any
+
+from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
+from pisces.ai.abort import AbortSignal
+from pisces.ai.types import TextContent
+
+from ._common import OPERATION_ABORTED, check_aborted, run_abortable
+from ._walk import Walker, glob_to_regex, path_sort_key
+from .grep import _AUTO, find_rg
+from .paths import resolve_to_cwd
+from .truncate import DEFAULT_MAX_BYTES, MAX_SAFE_INTEGER, format_size, truncate_head
+
+FIND_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["pattern"],
+    "properties": {
+        "pattern": {"type": "string",
+                    "description": "Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'"},
+        "path": {"type": "string", "description": "Directory to search in (default: current directory)"},
+        "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"},
+    },
+}
+
+DEFAULT_LIMIT = 1000
+
+FIND_DESCRIPTION = (
+    "Search for files by glob pattern. Returns matching file paths relative to the search directory. Respects "
+    f".gitignore. Output is truncated to {DEFAULT_LIMIT} results or {DEFAULT_MAX_BYTES // 1024}KB (whichever is "
+    "hit first)."
+)
+
+
+def compile_find_pattern(pattern: str) -> tuple[re.Pattern[str], bool]:
+    """(regex, full_path): how fd matches ``pattern`` in glob mode."""
+    full_path = "/" in pattern
+    effective = pattern
+    if full_path and not pattern.startswith("/") and not pattern.startswith("**/") and pattern != "**":
+        effective = f"**/{pattern}"
+    flags = 0 if any(ch.isupper() for ch in pattern) else re.IGNORECASE
+    try:
+        return re.compile(f"(?s:{glob_to_regex(effective)})\\Z", flags), full_path
+    except re.error as exc:
+        raise ToolError(f"[fd error]: {exc}") from None
+
+
+def match_paths(files: list[str], root: str, pattern: str) -> list[str]:
+    """Match relative file paths (and their parent directories, shown with ``/``) against ``pattern``;
+    sorted by path."""
+    regex, full_path = compile_find_pattern(pattern)
+    match = regex.match
+    root_prefix = root.rstrip("/") + "/"
+    dirs: set[str] = set()
+    hits: list[str] = []
+    for f in files:
+        i = f.rfind("/")
+        if match(root_prefix + f if full_path else f[i + 1:]):
+            hits.append(f)
+        while i > 0:
+            d = f[:i]
+            if d in dirs:
+                break
+            dirs.add(d)
+            i = f.rfind("/", 0, i)
+    for d in dirs:
+        if match(root_prefix + d if full_path else d[d.rfind("/") + 1:]):
+            hits.append(d + "/")
+    hits.sort(key=path_sort_key)
+    return hits
+
+
+async def _list_rg(rg: str, root: str, signal: AbortSignal | None) -> list[str]:
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            rg, "--files", "--hidden", "--no-require-git", "--color=never", cwd=root,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    except OSError as exc:
+        raise ToolError(f"Failed to run ripgrep: {exc.strerror or exc}") from None
+
+    def on_abort() -> None:
+        try:
+            proc.send_signal(_signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+    remove = signal.add_listener(on_abort) if signal is not None else (lambda: None)
+    try:
+        stdout, stderr = await proc.communicate()
+    finally:
+        remove()
+    check_aborted(signal)
+    text = stdout.decode("utf-8", "surrogateescape")
+    files = [line[2:] if line.startswith("./") else line for line in text.split("\n") if line]
+    if proc.returncode not in (0, 1) and not files:
+        raise ToolError(stderr.decode("utf-8", "replace").strip() or f"rg exited with code {proc.returncode}")
+    return files
+
+
+def _list_python(root: str, cancel: threading.Event) -> list[str]:
+    start = len(root.rstrip("/")) + 1
+    return [path[start:] for path, _ in Walker(root, require_git=False, cancel=cancel).walk()]
+
+
+def format_find(results: list[str], limit: int) -> tuple[str, dict[str, Any] | None]:
+    if not results:
+        return "No files found matching pattern", None
+    reached = len(results) >= limit
+    trunc = truncate_head("\n".join(results[:limit]), max_lines=MAX_SAFE_INTEGER)
+    text = trunc.content
+    details: dict[str, Any] = {}
+    notices: list[str] = []
+    if reached:
+        notices.append(f"{limit} results limit reached. Use limit={limit * 2} for more, or refine pattern")
+        details["resultLimitReached"] = limit
+    if trunc.truncated:
+        notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
+        details["truncation"] = trunc.to_dict()
+    if notices:
+        text += f"\n\n[{'. '.join(notices)}]"
+    return text, details or None
+
+
+class FindTool(AgentTool):
+    name = "find"
+    label = "find"
+    description = FIND_DESCRIPTION
+    parameters = FIND_SCHEMA
+
+    def __init__(self, cwd: str, *, rg_path: Any = _AUTO) -> None:
+        """``rg_path``: a ripgrep binary, None for the pure-Python walk, or (default) found automatically."""
+        self.cwd = cwd
+        self.rg_path = find_rg() if rg_path is _AUTO else rg_path
+
+    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+                      on_update: ToolUpdate) -> AgentToolResult:
+        check_aborted(signal)
+        pattern: str = params["pattern"]
+        root = resolve_to_cwd(params.get("path") or ".", self.cwd)
+        limit_raw = params.get("limit")
+        limit = max(1, int(limit_raw)) if isinstance(limit_raw, (int, float)) else DEFAULT_LIMIT
+        if not os.path.exists(root):
+            raise ToolError(f"Path not found: {root}")
+        if not os.path.isdir(root):
+            raise ToolError(f"[fd error]: Search path '{root}' is not a directory.")
+        compile_find_pattern(pattern)  # a bad pattern fails before any listing
+        if self.rg_path:
+            files = await _list_rg(self.rg_path, root, signal)
+        else:
+            cancel = threading.Event()
+            files = await run_abortable(signal, _list_python, root, cancel, cancel=cancel)
+        results = await run_abortable(signal, match_paths, files, root, pattern)
+        if signal is not None and signal.aborted:
+            raise ToolError(OPERATION_ABORTED)
+        text, details = format_find(results, limit)
+        result = AgentToolResult(content=[TextContent(text=text)])
+        if details is not None:
+            result.details = details
+        return result
+
+
+__all__ = ["FindTool", "FIND_SCHEMA", "FIND_DESCRIPTION", "compile_find_pattern", "match_paths"]

@@ -1,0 +1,72 @@
+"""The ``write`` tool: create or overwrite a file, creating parent directories."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
+from pisces.ai.abort import AbortSignal
+from pisces.ai.types import TextContent
+
+from ._common import check_aborted, run_abortable
+from .paths import file_mutation_queue, node_error_message, resolve_to_cwd
+
+WRITE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["path", "content"],
+    "properties": {
+        "path": {"type": "string", "description": "Path to the file to write (relative or absolute)"},
+        "content": {"type": "string", "description": "Content to write to the file"},
+    },
+}
+
+WRITE_DESCRIPTION = ("Write content to a file. Creates the file if it doesn't exist, overwrites if it does. "
+                     "Automatically creates parent directories.")
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # written as U+FFFD, as Node does
+
+
+def js_length(text: str) -> int:
+    """``text.length`` in JavaScript: UTF-16 code units (pi reports this as the "bytes" written)."""
+    if text.isascii():
+        return len(text)
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def _write(path: str, content: str) -> None:
+    parent = os.path.dirname(path)
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        raise ToolError(node_error_message(exc, "mkdir", parent)) from None
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(_LONE_SURROGATE.sub("\ufffd", content))
+    except OSError as exc:
+        raise ToolError(node_error_message(exc, "open", path)) from None
+
+
+class WriteTool(AgentTool):
+    name = "write"
+    label = "write"
+    description = WRITE_DESCRIPTION
+    parameters = WRITE_SCHEMA
+
+    def __init__(self, cwd: str) -> None:
+        self.cwd = cwd
+
+    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+                      on_update: ToolUpdate) -> AgentToolResult:
+        raw_path: str = params["path"]
+        content: str = params["content"]
+        path = resolve_to_cwd(raw_path, self.cwd)
+        async with file_mutation_queue(path):
+            check_aborted(signal)
+            await run_abortable(signal, _write, path, content)
+        return AgentToolResult(content=[TextContent(text=f"Successfully wrote {js_length(content)} bytes to {raw_path}")])
+
+
+__all__ = ["WriteTool", "WRITE_SCHEMA", "WRITE_DESCRIPTION", "js_length"]
