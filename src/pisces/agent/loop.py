@@ -145,7 +145,6 @@ async def _stream_assistant(state: RunState, config: LoopConfig, signal: AbortSi
         if kind == "start":
             partial = ev.partial
             started = True
-            state.messages.append(partial)
             emit(MessageStartEvent(message=partial))
         elif kind == "done" or kind == "error":
             final = ev.message if kind == "done" else ev.error
@@ -154,17 +153,14 @@ async def _stream_assistant(state: RunState, config: LoopConfig, signal: AbortSi
             if partial is None:  # a provider that skipped ``start``
                 partial = ev.partial
                 started = True
-                state.messages.append(partial)
                 emit(MessageStartEvent(message=partial))
             ev.partial = UNSET  # the event carries the snapshot once, in ``message``
             emit(MessageUpdateEvent(message=partial, assistantMessageEvent=ev))
     assert final is not None, "stream ended without a final event"
-    if started:
-        if partial is not final:
-            state.messages[state.messages.index(partial)] = final
-    else:
-        state.messages.append(final)
+    if not started:
         emit(MessageStartEvent(message=final))
+    # The message joins the context when it is complete (as pi: a streaming reply is not in get_messages).
+    state.messages.append(final)
     emit(MessageEndEvent(message=final))
     return final
 
