@@ -191,7 +191,11 @@ async def _execute_tool_calls(calls: list[ToolCall], config: LoopConfig, signal:
             outcomes[i] = (_error_result(f"Tool {call.name} not found"), True)
             prepared.append(None)
             continue
-        args, err = validate_tool_arguments(call.name, tool.parameters, call.arguments)
+        raw_args = call.arguments
+        prepare = getattr(tool, "prepare_arguments", None)  # a tool may repair legacy argument shapes
+        if prepare is not None:
+            raw_args = prepare(raw_args)
+        args, err = validate_tool_arguments(call.name, tool.parameters, raw_args)
         if err is not None:
             outcomes[i] = (_error_result(err), True)
             prepared.append(None)

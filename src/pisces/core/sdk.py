@@ -87,7 +87,7 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
         level = clamp_thinking_level(chosen, level)
     else:
         level = "off"
-    all_tools = create_tools(cwd)
+    all_tools = create_tools(cwd, shell_path=settings.shell_path, command_prefix=settings.shell_command_prefix)
     if tools is None:
         active = list(DEFAULT_TOOL_NAMES)
     else:
