@@ -33,7 +33,7 @@ class Agent:
         self,
         *,
         model: Model,
-        system_prompt: str = "",
+        system_prompt: str | Callable[[], str] = "",
         tools: list[AgentTool] | None = None,
         thinking_level: str = "off",
         messages: list[Any] | None = None,
@@ -110,7 +110,7 @@ class Agent:
     def _config(self) -> LoopConfig:
         return LoopConfig(
             get_model=lambda: self.model,
-            get_system_prompt=lambda: self.system_prompt,
+            get_system_prompt=self._system_prompt,
             get_tools=lambda: self.tools,
             get_stream_options=self._options,
             convert_to_llm=self.convert_to_llm,
@@ -121,6 +121,11 @@ class Agent:
             transform_context=self.transform_context,
             stream_fn=self.stream_fn,
         )
+
+    def _system_prompt(self) -> str:
+        """``system_prompt`` may be text or a function that builds it (called at each request)."""
+        prompt = self.system_prompt
+        return prompt() if callable(prompt) else prompt
 
     def _options(self) -> StreamOptions:
         opts = self.stream_options(self.model) if self.stream_options else StreamOptions()

@@ -17,7 +17,6 @@ from pisces.agent.types import AgentTool, MessageEndEvent, MessageStartEvent
 from pisces.ai.models import clamp_thinking_level
 from pisces.ai.types import AssistantMessage, Model, StreamOptions, TextContent, UserMessage, now_ms
 from pisces.core import session_views as views
-from pisces.core.compaction import Compactor
 from pisces.core.hooks import Hooks
 from pisces.core.prompt_templates import expand_prompt_template, list_prompt_commands
 from pisces.core.models_registry import UNKNOWN_MODEL, ModelRegistry, next_thinking_level
@@ -54,7 +53,7 @@ class AgentSession:
         self._context_unknown = False  # right after a compaction, until the next reply
         self._settle_waiters = 0
         self.retry = RetryPolicy(self)
-        self.compactor = Compactor(self)
+        self._compactor_obj: Any = None  # built on first use (see the compactor property)
         self.bash_runner: Any = None
         self.is_compacting = False
         self._run_lock = asyncio.Lock()
@@ -68,7 +67,7 @@ class AgentSession:
             follow_up_mode=settings.follow_up_mode,
             interrupt_mode=settings.interrupt_mode,
         )
-        self.agent.system_prompt = system_prompt_builder(self.agent.tools)
+        self.agent.system_prompt = self._lazy_system_prompt()
         self.agent.subscribe(self._on_agent_event)
         self._load_context(initial=True)
 
@@ -211,39 +210,48 @@ class AgentSession:
 
     async def _after_error(self, last: AssistantMessage) -> str | None:
         """Decide what follows a failed reply: overflow compaction, a retry, or nothing."""
-        compactor = self._compactor(required=False)
-        if compactor is not None and await compactor.handle_overflow(last):
+        if await self.compactor.handle_overflow(last):
             return "compacted"
         if await self.retry.handle_error(last):
             return "retry"
         return None
 
     async def _after_run(self) -> None:
-        compactor = self._compactor(required=False)
-        if compactor is not None:
-            await compactor.check_threshold()
+        await self.compactor.check_threshold()
 
     async def _before_prompt_compaction(self) -> None:
-        compactor = self._compactor(required=False)
-        if compactor is not None:
-            await compactor.check_threshold(before_prompt=True)
+        await self.compactor.check_threshold(before_prompt=True)
 
     async def _wait_compaction(self) -> None:
-        compactor = self._compactor(required=False)
-        if compactor is not None:
-            await compactor.wait_idle()
+        if self._compactor_obj is not None:
+            await self._compactor_obj.wait_idle()
 
-    def _compactor(self, required: bool = True) -> Any:
-        if self.compactor is None and required:
-            raise SessionError("Compaction is not implemented yet")
-        return self.compactor
+    @property
+    def compactor(self) -> Any:
+        """The Compactor, imported and built on first use so that start-up stays light."""
+        if self._compactor_obj is None:
+            from pisces.core.compaction import Compactor
+
+            self._compactor_obj = Compactor(self)
+        return self._compactor_obj
+
+    def _lazy_system_prompt(self) -> Callable[[], str]:
+        """The system prompt for the active tools, built when the first request needs it."""
+        cache: list[str] = []
+        tools = list(self.agent.tools)
+
+        def get() -> str:
+            if not cache:
+                cache.append(self._build_system_prompt(tools))
+            return cache[0]
+
+        return get
 
     async def abort(self) -> None:
         """Stop everything in flight (retry wait, run, compaction) and return once idle."""
         self.retry.cancel()
-        compactor = self._compactor(required=False)
-        if compactor is not None:
-            compactor.abort()
+        if self._compactor_obj is not None:
+            self._compactor_obj.abort()
         self.agent.abort()
         await self.agent.wait_for_idle()
 
@@ -400,7 +408,7 @@ class AgentSession:
         if unknown:
             raise SessionError(f"Unknown tool(s): {', '.join(unknown)}. Available: {', '.join(self.all_tools)}")
         self.agent.tools = [self.all_tools[n] for n in names]
-        self.agent.system_prompt = self._build_system_prompt(self.agent.tools)
+        self.agent.system_prompt = self._lazy_system_prompt()
         return [t.name for t in self.agent.tools]
 
     # ------------------------------------------------------------------------------------------
@@ -530,8 +538,7 @@ class AgentSession:
             return {"cancelled": True}
         result: dict[str, Any] = {"cancelled": False}
         if summarize:
-            compactor = self._compactor()
-            await compactor.summarize_branch(target_id, custom_instructions, replace_instructions)
+            await self.compactor.summarize_branch(target_id, custom_instructions, replace_instructions)
         is_user = entry_type(entry) == "message" and isinstance(entry.message, UserMessage)
         if is_user:  # as in pi's tree view: land before the user message and hand its text back
             result["editorText"] = views.user_text(entry.message)
@@ -576,7 +583,7 @@ class AgentSession:
         self._pending_bash.clear()
 
     async def compact(self, custom_instructions: str | None = None) -> Any:
-        return await self._compactor().compact_manual(custom_instructions)
+        return await self.compactor.compact_manual(custom_instructions)
 
     async def export_html(self, output_path: str | None) -> dict[str, Any]:
         from pisces.core.export_html import export_session
@@ -591,9 +598,8 @@ class AgentSession:
         self.retry.cancel()
         if self.bash_runner is not None:
             self.bash_runner.abort()
-        compactor = self._compactor(required=False)
-        if compactor is not None:
-            compactor.abort()
+        if self._compactor_obj is not None:
+            self._compactor_obj.abort()
         self.agent.abort()
         try:
             await asyncio.wait_for(self.agent.wait_for_idle(), timeout=0.5)

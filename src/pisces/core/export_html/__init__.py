@@ -170,6 +170,8 @@ def export_session(session: Any, output_path: str | None) -> str:
     if not os.path.exists(session_file):
         raise ExportError("Nothing to export yet - start a conversation first")
     system_prompt = getattr(getattr(session, "agent", None), "system_prompt", None)
+    if callable(system_prompt):
+        system_prompt = system_prompt()
     page = render_html(store.get_header(), store.get_entries(), store.get_leaf_id(),
                        session_name=store.get_session_name(),
                        system_prompt=system_prompt if isinstance(system_prompt, str) else None,

@@ -6,10 +6,9 @@ Tool modules are imported on first use, so importing this package (or ``truncate
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from pisces.agent.types import AgentTool
+from pisces.agent.types import AgentTool
 
 DEFAULT_TOOL_NAMES = ["read", "bash", "edit", "write"]
 ALL_TOOL_NAMES = ["read", "bash", "edit", "write", "grep", "find", "ls"]
@@ -20,23 +19,54 @@ _CLASSES = {
 }
 
 
-def create_tools(cwd: str, *, shell_path: str | None = None, command_prefix: str | None = None
-                 ) -> dict[str, "AgentTool"]:
-    """All seven tools for ``cwd``, by name. ``shell_path`` and ``command_prefix`` are the settings
-    ``shellPath`` and ``shellCommandPrefix`` for the bash tool."""
-    from .bash import BashTool
-    from .edit import EditTool
-    from .find import FindTool
-    from .grep import GrepTool
-    from .ls import LsTool
-    from .read import ReadTool
-    from .write import WriteTool
+class LazyTool(AgentTool):
+    """A tool whose module is imported when it is first described or run.
 
-    tools: list[AgentTool] = [
-        ReadTool(cwd), BashTool(cwd, shell_path=shell_path, command_prefix=command_prefix), EditTool(cwd),
-        WriteTool(cwd), GrepTool(cwd), FindTool(cwd), LsTool(cwd),
-    ]
-    return {t.name: t for t in tools}
+    Start-up builds all seven tools; importing their implementations (walkers, diff, the shell runner)
+    would cost more than everything else the RPC mode loads before its first answer."""
+
+    def __init__(self, name: str, cls_name: str, cwd: str, **kwargs: Any) -> None:
+        self.name = name
+        self._cls_name = cls_name
+        self._args = (cwd,)
+        self._kwargs = kwargs
+        self._tool: Any = None
+
+    def load(self) -> Any:
+        if self._tool is None:
+            cls = __getattr__(self._cls_name)
+            self._tool = cls(*self._args, **self._kwargs)
+        return self._tool
+
+    @property
+    def label(self) -> str:
+        return self.load().label
+
+    @property
+    def description(self) -> str:
+        return self.load().description
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self.load().parameters
+
+    def prepare_arguments(self, args: Any) -> Any:
+        prepare = getattr(self.load(), "prepare_arguments", None)
+        return prepare(args) if prepare is not None else args
+
+    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: Any, on_update: Any) -> Any:
+        return await self.load().execute(tool_call_id, params, signal, on_update)
+
+
+def create_tools(cwd: str, *, shell_path: str | None = None, command_prefix: str | None = None
+                 ) -> dict[str, AgentTool]:
+    """All seven tools for ``cwd``, by name (each loads its module on first use). ``shell_path`` and
+    ``command_prefix`` are the settings ``shellPath`` and ``shellCommandPrefix`` for the bash tool."""
+    tools: dict[str, Any] = {}
+    for cls_name, name in _CLASSES.items():
+        kwargs = {"shell_path": shell_path, "command_prefix": command_prefix} if name == "bash" else {}
+        tools[name] = LazyTool(name, cls_name, cwd, **kwargs)
+    return tools
 
 
 def __getattr__(name: str) -> Any:
@@ -48,4 +78,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["create_tools", "DEFAULT_TOOL_NAMES", "ALL_TOOL_NAMES", *_CLASSES]
+__all__ = ["create_tools", "LazyTool", "DEFAULT_TOOL_NAMES", "ALL_TOOL_NAMES", *_CLASSES]
