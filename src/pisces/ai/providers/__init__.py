@@ -39,3 +39,24 @@ def get_provider(api: str) -> ModuleType:
         mod = importlib.import_module(path)
         _loaded[api] = mod
     return mod
+
+
+# The SDK each API's module imports on first use; ``warm`` imports it ahead of the first request.
+SDK_MODULES: dict[str, str] = {
+    "anthropic-messages": "anthropic",
+    "openai-completions": "openai",
+    "openai-responses": "openai",
+    "google-generative-ai": "google.genai",
+}
+
+
+def warm(api: str) -> None:
+    """Import the provider module and its SDK (a second or so for some SDKs), e.g. on an idle thread, so
+    the first request does not pay for it. Failures are left for the request to report."""
+    try:
+        get_provider(api)
+        sdk = SDK_MODULES.get(api)
+        if sdk:
+            importlib.import_module(sdk)
+    except Exception:  # noqa: BLE001 - the real request reports the problem with context
+        pass

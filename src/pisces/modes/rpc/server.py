@@ -46,6 +46,8 @@ class RpcServer:
         self.session = session
         self.out = writer
         self.tasks: set[asyncio.Task] = set()
+        self._answered = False
+        self._warmed = False
         session.subscribe(self.out.write)
 
     # -- responses ----------------------------------------------------------------------------
@@ -139,13 +141,30 @@ class RpcServer:
         threading.Thread(target=reader, name="rpc-stdin", daemon=True).start()
         if ready:
             self.out.write({"type": "ready"})
+        warm = loop.call_later(0.1, self._warm_provider)  # at the latest; earlier once the first lines are done
         while True:
+            if warm is not None and self._answered and lines.empty():
+                warm.cancel()
+                warm = None
+                self._warm_provider()
             line = await lines.get()
             if line is None:
                 break
             self.handle_line(line)
+            self._answered = True
         await self.shutdown()
         return 0
+
+    def _warm_provider(self) -> None:
+        """Import the current model's SDK on a background thread while the agent is idle."""
+        if self._warmed:
+            return
+        self._warmed = True
+        from pisces.ai.providers import warm
+
+        api = getattr(self.session.model, "api", None)
+        if api:
+            threading.Thread(target=warm, args=(api,), name="sdk-warm-up", daemon=True).start()
 
     async def shutdown(self) -> None:
         """stdin closed: stop work in flight, flush the session, and let the process exit."""
