@@ -32,3 +32,4 @@ def faux():
     SCRIPT.reset()
     yield SCRIPT
     SCRIPT.reset()
+

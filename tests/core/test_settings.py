@@ -2,11 +2,12 @@ import json
 import os
 
 import pytest
+from shared_paths import SHARED
 
 from pisces.core import paths
 from pisces.core.settings import Settings, deep_merge, dumps_js
 
-PI_SETTINGS_AFTER_SETTERS = "/work/shared/conformance/pi-0.73.1/01_startup_state/settings.json"
+PI_SETTINGS_AFTER_SETTERS = os.path.join(SHARED, "conformance", "pi-0.73.1", "01_startup_state", "settings.json")
 
 
 def write(path, data):

@@ -3,8 +3,9 @@ import json
 import os
 
 import pytest
+from shared_paths import SHARED
 
-CONFORMANCE = "/work/shared/conformance/pi-0.73.1"
+CONFORMANCE = os.path.join(SHARED, "conformance", "pi-0.73.1")
 PI_SESSION_FILES = sorted(glob.glob(os.path.join(CONFORMANCE, "*", "sessions", "*.jsonl")))
 
 

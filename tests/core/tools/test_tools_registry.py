@@ -2,12 +2,13 @@ import json
 import os
 
 import pytest
+from shared_paths import SHARED
 
 from pisces.agent.types import AgentTool, ToolError
 from pisces.ai.abort import AbortSignal
 from pisces.core.tools import ALL_TOOL_NAMES, DEFAULT_TOOL_NAMES, create_tools
 
-CONFORMANCE = "/work/shared/conformance/pi-0.73.1/03_prompt_bash_tool/llm_requests.jsonl"
+CONFORMANCE = os.path.join(SHARED, "conformance", "pi-0.73.1", "03_prompt_bash_tool", "llm_requests.jsonl")
 
 # pi 0.73.1's grep/find/ls schemas (its default requests only carry read, bash, edit and write)
 PI_EXTRA_SCHEMAS = {
