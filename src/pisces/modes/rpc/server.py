@@ -68,38 +68,40 @@ class RpcServer:
         self.out.write(frame)
 
     # -- dispatch -----------------------------------------------------------------------------
-    def handle_line(self, raw: bytes) -> None:
+    def handle_line(self, raw: bytes) -> bool:
+        """Answer one line. Returns True when it started an asynchronous command."""
         cmd, parse_error = parse_line(raw)
         if parse_error is not None:
             self.respond(None, "parse", error=parse_error)
-            return
+            return False
         req_id = cmd.get("id") if isinstance(cmd, dict) else None
         ctype = cmd.get("type") if isinstance(cmd, dict) else None
         if ctype is None or not isinstance(ctype, str):
             self.respond(req_id, None if ctype is None else ctype, error=f"Unknown command: {_js_str(ctype)}")
-            return
+            return False
         if ctype == "extension_ui_response":
             self.session.resolve_ui_response(cmd)  # unknown ids are ignored, and nothing is written
-            return
+            return False
         name = canonical_command(ctype)
         handler = COMMANDS.get(name) if name else None
         if handler is None:
             self.respond(req_id, ctype, error=f"Unknown command: {ctype}")
-            return
+            return False
         try:
             result = handler(self, cmd)
         except RpcError as exc:
             self.respond(req_id, ctype, error=str(exc))
-            return
+            return False
         except Exception as exc:  # noqa: BLE001 - any failure is an error response, never a crash
             self.respond(req_id, ctype, error=_message(exc))
-            return
+            return False
         if inspect.isawaitable(result):
             task = asyncio.ensure_future(self._finish(req_id, ctype, result))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
-        else:
-            self.respond(req_id, ctype, data=result)
+            return True
+        self.respond(req_id, ctype, data=result)
+        return False
 
     async def _finish(self, req_id: Any, ctype: str, pending: Any) -> None:
         try:
@@ -150,7 +152,10 @@ class RpcServer:
             line = await lines.get()
             if line is None:
                 break
-            self.handle_line(line)
+            if self.handle_line(line):
+                # Let the command just started run up to its first real wait, so that a quick async command
+                # (switch_session, new_session, fork) is done before the next line is read, as in pi.
+                await asyncio.sleep(0)
             self._answered = True
         await self.shutdown()
         return 0
