@@ -459,11 +459,11 @@ class AgentSession:
             self.store.append_thinking_level_change(self.agent.thinking_level)
 
     def _session_changed(self, reason: str) -> None:
-        event: dict[str, Any] = {"type": "session_changed", "reason": reason,
-                                 "sessionId": self.store.get_session_id()}
+        event: dict[str, Any] = {"type": "session_changed", "reason": reason}
         path = self.store.get_session_file()
         if path:
-            event["sessionFile"] = path
+            event["sessionFile"] = path  # before sessionId, in get_state's order
+        event["sessionId"] = self.store.get_session_id()
         name = self.store.get_session_name()
         if name:
             event["sessionName"] = name
@@ -511,7 +511,11 @@ class AgentSession:
         if entry.parentId is None:
             self.store.new_session(parent_session=self.store.get_session_file())
         else:
-            self.store.create_branched_session(entry.parentId)
+            path = self.store.create_branched_session(entry.parentId)
+            if path and not self.store.is_on_disk():
+                # pi opens the forked file by its path; a path with no reply is not written yet, so what it
+                # opens is a fresh session bound to that path (new id, the branch's settings entries gone)
+                self.store.set_session_file(path)
         self._load_context()
         self._session_changed("fork")
         return {"text": text, "cancelled": False}
