@@ -1,0 +1,166 @@
+"""Import time, and the cost per streamed event of each provider.
+
+    python benchmarks/bench_providers.py [--events 2000] [--reps 5]
+
+Import times are measured in fresh interpreters (``import pisces``; each provider module with its SDK).
+The per-event cost streams N text deltas from a local 127.0.0.1 server speaking each vendor's SSE format,
+through ``pisces.ai.stream.stream`` and the real SDK, and divides the wall time by N (the first, untimed
+request of each provider pays the SDK import and client set-up). Prints numbers; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+
+from scripted_server import Reply, ScriptedServer  # noqa: E402  (the tests' scripted SSE server)
+
+from pisces.ai.stream import stream  # noqa: E402
+from pisces.ai.types import Context, Model, StreamOptions, UserMessage  # noqa: E402
+
+IMPORTS = {
+    "pisces": "import pisces",
+    "pisces.ai.stream": "import pisces.ai.stream",
+    "openai-completions (+openai SDK)": "import pisces.ai.providers.openai_completions, openai",
+    "anthropic-messages (+anthropic SDK)": "import pisces.ai.providers.anthropic, anthropic",
+    "google-generative-ai (+google-genai SDK)": "import pisces.ai.providers.google; from google import genai",
+}
+
+
+def import_ms(code: str, reps: int) -> float:
+    samples = []
+    for _ in range(reps):
+        probe = f"import time; t = time.perf_counter(); {code}; print((time.perf_counter() - t) * 1000)"
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        samples.append(float(out.stdout.strip()))
+    return statistics.median(samples)
+
+
+def _openai_completions(n: int) -> Reply:
+    chunks = [{"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+               "choices": [{"index": 0, "delta": {"content": "w "}, "finish_reason": None}]} for _ in range(n)]
+    chunks.append({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    chunks.append({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [],
+                   "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": n + 10}})
+    return Reply.sse(chunks, done=True)
+
+
+def _anthropic(n: int) -> Reply:
+    events = [{"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                     "content": [], "model": "m", "stop_reason": None,
+                                                     "usage": {"input_tokens": 10, "output_tokens": 1}}},
+              {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}]
+    events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "w "}}] * n
+    events += [{"type": "content_block_stop", "index": 0},
+               {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": n}},
+               {"type": "message_stop"}]
+    return Reply.sse(events, named=True)
+
+
+def _openai_responses(n: int) -> Reply:
+    item = {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []}
+    events = [{"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}},
+              {"type": "response.output_item.added", "output_index": 0, "item": item},
+              {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+               "part": {"type": "output_text", "text": ""}}]
+    events += [{"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+                "delta": "w "}] * n
+    done_item = {**item, "status": "completed", "content": [{"type": "output_text", "text": "w " * n}]}
+    events += [{"type": "response.output_item.done", "output_index": 0, "item": done_item},
+               {"type": "response.completed", "response": {"id": "resp_1", "status": "completed",
+                                                            "output": [done_item],
+                                                            "usage": {"input_tokens": 10, "output_tokens": n}}}]
+    return Reply.sse(events, named=True)
+
+
+def _google(n: int) -> Reply:
+    chunks = [{"candidates": [{"content": {"role": "model", "parts": [{"text": "w "}]}, "index": 0}]}
+              for _ in range(n - 1)]
+    chunks.append({"candidates": [{"content": {"role": "model", "parts": [{"text": "w "}]}, "finishReason": "STOP",
+                                   "index": 0}],
+                   "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": n, "totalTokenCount": n + 10}})
+    return Reply.sse(chunks)
+
+
+PROVIDERS = {
+    "openai-completions": (_openai_completions, "/v1"),
+    "openai-responses": (_openai_responses, "/v1"),
+    "anthropic-messages": (_anthropic, ""),
+    "google-generative-ai": (_google, "/v1beta"),
+}
+
+
+async def _one(model: Model, n: int) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    count = 0
+    final = None
+    async for ev in stream(model, Context(messages=[UserMessage(content="hi")]),
+                           StreamOptions(apiKey="k", maxRetries=0)):
+        count += 1
+        final = ev
+    elapsed = time.perf_counter() - t0
+    kind = type(final).__name__
+    if kind != "DoneEvent":
+        raise RuntimeError(f"{model.api}: stream ended with {kind}: {getattr(final, 'error', None)}")
+    return elapsed, count
+
+
+async def per_event_costs(n: int, reps: int) -> dict[str, dict[str, float]]:
+    from pisces.ai.models import FAUX_MODELS
+    from pisces.ai.providers.faux import SCRIPT
+
+    results: dict[str, dict[str, float]] = {}
+    with ScriptedServer() as srv:
+        for api, (build, suffix) in PROVIDERS.items():
+            model = Model(id="m", name="m", api=api, provider="bench", baseUrl=srv.url + suffix)
+            samples = []
+            events = 0
+            for i in range(reps + 1):
+                srv.push(build(n))
+                elapsed, events = await _one(model, n)
+                if i:  # the first request pays the SDK import and client set-up
+                    samples.append(elapsed)
+            med = statistics.median(samples)
+            results[api] = {"events": events, "ms": med * 1000, "us_per_event": med / events * 1e6}
+    samples = []
+    for _ in range(reps):
+        SCRIPT.reset()
+        SCRIPT.enqueue({"text": "w " * n, "chunkSize": 2})
+        elapsed, events = await _one(FAUX_MODELS[0], n)
+        samples.append(elapsed)
+    med = statistics.median(samples)
+    results["faux"] = {"events": events, "ms": med * 1000, "us_per_event": med / events * 1e6}
+    return results
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=2000)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args()
+    imports = {name: import_ms(code, args.reps) for name, code in IMPORTS.items()}
+    print(f"{'import':44} {'ms (median)':>12}")
+    for name, ms in imports.items():
+        print(f"{name:44} {ms:12.1f}")
+    costs = asyncio.run(per_event_costs(args.events, args.reps))
+    print(f"\n{'provider (' + str(args.events) + ' text deltas)':44} {'ms':>8} {'events':>8} {'µs/event':>10}")
+    for api, r in costs.items():
+        print(f"{api:44} {r['ms']:8.1f} {r['events']:8d} {r['us_per_event']:10.1f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"imports_ms": imports, "per_event": costs}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
