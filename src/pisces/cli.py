@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any, Sequence
 
@@ -108,5 +107,3 @@ def _fail(message: str) -> int:
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())
 
-
-_ = os
