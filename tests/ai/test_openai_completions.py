@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -359,8 +360,9 @@ async def test_connection_refused():
 async def test_missing_api_key_is_an_error_event(server):
     events = await run(make_model(server, provider="openai"), ctx(user("q")), StreamOptions(maxRetries=0))
     assert kinds(events) == ["start", "error"]
+    agent_dir = os.environ["PISCES_CODING_AGENT_DIR"]  # set per test by conftest
     assert final(events).errorMessage == ("No API key for provider openai: set OPENAI_API_KEY or add it to "
-                                          "~/.pisces/agent/auth.json")
+                                          f"{agent_dir}/auth.json")
     assert server.requests == []
 
 

@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any
+import os
+import re
+import weakref
+from typing import Any, Callable
 
-from pisces.ai.models import calculate_cost
-from pisces.ai.types import AssistantMessage, Model, Usage, now_ms
+import msgspec
+
+from pisces.ai.models import PROVIDER_ENV_KEYS, calculate_cost
+from pisces.ai.types import (
+    AssistantMessage,
+    Message,
+    Model,
+    StreamOptions,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    now_ms,
+)
 
 
 def new_output(model: Model) -> AssistantMessage:
@@ -80,3 +98,145 @@ def format_http_error(status: int | None, message: str | None) -> str:
     if status is None:
         return msg or "Request failed"
     return f"{status} {msg}".strip() if msg else f"{status} status code (no body)"
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers every SDK provider uses
+# ---------------------------------------------------------------------------------------------
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def sanitize(text: str) -> str:
+    """Drop unpaired UTF-16 surrogates (they cannot be encoded as UTF-8), as pi's sanitizeSurrogates."""
+    return _SURROGATES.sub("", text) if _SURROGATES.search(text) else text
+
+
+def resolve_api_key(model: Model, options: StreamOptions) -> str | None:
+    """The key given in the options, else the provider's usual environment variable."""
+    if options.apiKey:
+        return options.apiKey
+    for name in PROVIDER_ENV_KEYS.get(model.provider, ()):
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def missing_key_message(provider: str) -> str:
+    agent_dir = os.environ.get("PISCES_CODING_AGENT_DIR") or "~/.pisces/agent"
+    auth = os.path.join(agent_dir, "auth.json")
+    names = PROVIDER_ENV_KEYS.get(provider, ())
+    if names:
+        return f"No API key for provider {provider}: set {names[0]} or add it to {auth}"
+    return (f"No API key for provider {provider}: add it to {auth} "
+            f"or give the provider an apiKey in {os.path.join(agent_dir, 'models.json')}")
+
+
+_CLIENTS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, Any]]" = weakref.WeakKeyDictionary()
+
+
+def cached_client(key: tuple, factory: Callable[[], Any]) -> Any:
+    """One SDK client per event loop and configuration: building one loads the TLS trust store (~20 ms)."""
+    loop = asyncio.get_running_loop()
+    per_loop = _CLIENTS.get(loop)
+    if per_loop is None:
+        per_loop = _CLIENTS[loop] = {}
+    client = per_loop.get(key)
+    if client is None:
+        if len(per_loop) >= 16:
+            per_loop.pop(next(iter(per_loop)))
+        client = per_loop[key] = factory()
+    return client
+
+
+def normalize_tool_call_id(tool_id: str) -> str:
+    """Anthropic wants ids matching ``^[a-zA-Z0-9_-]+$``, at most 64 characters."""
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", tool_id)[:64]
+
+
+def _no_result(tc: ToolCall) -> ToolResultMessage:
+    return ToolResultMessage(toolCallId=tc.id, toolName=tc.name, content=[TextContent(text="No result provided")],
+                             isError=True)
+
+
+def transform_messages(messages: list[Message], model: Model,
+                       normalize_id: Callable[[str], str] | None = None) -> list[Message]:
+    """pi's transformMessages: make a history safe to replay to ``model``.
+
+    - errored and aborted assistant messages are dropped;
+    - another model's thinking becomes plain text (redacted thinking is dropped), its tool-call ids are
+      normalised with ``normalize_id`` (tool results follow), and Gemini thought signatures are removed;
+    - a tool call left without a result gets a synthetic error result ("No result provided").
+    """
+    id_map: dict[str, str] = {}
+    result: list[Message] = []
+    pending: list[ToolCall] = []
+    answered: set[str] = set()
+
+    def flush_orphans() -> None:
+        for tc in pending:
+            if tc.id not in answered:
+                result.append(_no_result(tc))
+        pending.clear()
+        answered.clear()
+
+    for msg in messages:
+        if isinstance(msg, UserMessage):
+            flush_orphans()
+            result.append(msg)
+        elif isinstance(msg, ToolResultMessage):
+            new_id = id_map.get(msg.toolCallId)
+            if new_id and new_id != msg.toolCallId:
+                msg = msgspec.structs.replace(msg, toolCallId=new_id)
+            answered.add(msg.toolCallId)
+            result.append(msg)
+        elif isinstance(msg, AssistantMessage):
+            flush_orphans()
+            if msg.stopReason in ("error", "aborted"):
+                continue
+            same = msg.provider == model.provider and msg.api == model.api and msg.model == model.id
+            content: list[Any] = []
+            for block in msg.content:
+                if isinstance(block, ThinkingContent):
+                    if block.redacted is True:
+                        if same:
+                            content.append(block)
+                    elif same and block.thinkingSignature:
+                        content.append(block)
+                    elif not block.thinking or not block.thinking.strip():
+                        continue
+                    elif same:
+                        content.append(block)
+                    else:
+                        content.append(TextContent(text=block.thinking))
+                elif isinstance(block, TextContent):
+                    content.append(block if same else TextContent(text=block.text))
+                elif isinstance(block, ToolCall):
+                    tc = block
+                    if not same and isinstance(tc.thoughtSignature, str):
+                        tc = ToolCall(id=tc.id, name=tc.name, arguments=tc.arguments)
+                    if not same and normalize_id is not None:
+                        new_id = normalize_id(tc.id)
+                        if new_id != tc.id:
+                            id_map[tc.id] = new_id
+                            tc = msgspec.structs.replace(tc, id=new_id)
+                    content.append(tc)
+            pending[:] = [b for b in content if isinstance(b, ToolCall)]
+            result.append(msgspec.structs.replace(msg, content=content))
+        else:
+            result.append(msg)
+    return result
+
+
+def describe_transport_error(exc: BaseException) -> str | None:
+    """A sentence for an httpx/httpcore error raised while reading a response body, else None."""
+    module = type(exc).__module__ or ""
+    if module.startswith(("httpx", "httpcore", "h11", "aiohttp")) or isinstance(exc, (ConnectionError, EOFError)):
+        detail = str(exc).strip() or type(exc).__name__
+        return f"Connection lost while streaming the response: {detail}"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Request
+# ---------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import time
 from typing import Any, AsyncIterator
 
 from pisces.ai.providers._shared import finish_usage, format_http_error, new_output
-from pisces.ai.providers.anthropic import (
+from pisces.ai.providers._shared import (
     cached_client,
     describe_transport_error,
     missing_key_message,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import sys
 import weakref
@@ -23,10 +22,18 @@ from typing import Any, AsyncIterator, Callable
 
 import msgspec
 
-from pisces.ai.models import PROVIDER_ENV_KEYS
-from pisces.ai.providers._shared import finish_usage, format_http_error, new_output, parse_partial_json
+from pisces.ai.providers._shared import (  # noqa: F401  (sanitize, transform_messages: also for openai_responses)
+    finish_usage,
+    format_http_error,
+    missing_key_message,
+    new_output,
+    parse_partial_json,
+    resolve_api_key,
+    sanitize,
+    transform_messages,
+)
 from pisces.ai.types import (
-    UNSET, AssistantMessage, Context, DoneEvent, ErrorEvent, ImageContent, Message, Model, StartEvent, StreamOptions,
+    UNSET, AssistantMessage, Context, DoneEvent, ErrorEvent, ImageContent, Model, StartEvent, StreamOptions,
     TextContent, TextDeltaEvent, TextEndEvent, TextStartEvent, ThinkingContent, ThinkingDeltaEvent, ThinkingEndEvent,
     ThinkingStartEvent, ToolCall, ToolCallDeltaEvent, ToolCallEndEvent, ToolCallStartEvent, ToolResultMessage,
     UserMessage,
@@ -42,35 +49,9 @@ class ProviderError(Exception):
     """An error whose text is already the sentence the user should see."""
 
 
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
-
-def sanitize(text: str) -> str:
-    """Drop unpaired UTF-16 surrogates (they cannot be encoded as UTF-8), as pi's sanitizeSurrogates."""
-    return _SURROGATES.sub("", text) if _SURROGATES.search(text) else text
-
-
 def js_json(value: Any) -> str:
     """``JSON.stringify``: compact, non-ASCII kept."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def resolve_api_key(model: Model, options: StreamOptions) -> str | None:
-    """``options.apiKey``, else the provider's usual environment variable."""
-    if options.apiKey:
-        return options.apiKey
-    for var in PROVIDER_ENV_KEYS.get(model.provider, ()):
-        if os.environ.get(var):
-            return os.environ[var]
-    return None
-
-
-def missing_key_message(model: Model) -> str:
-    env = PROVIDER_ENV_KEYS.get(model.provider)
-    if env:
-        return f"No API key for provider {model.provider}: set {env[0]} or add it to ~/.pisces/agent/auth.json"
-    return (f"No API key for provider {model.provider}: add \"apiKey\" to the provider in "
-            "~/.pisces/agent/models.json or add it to ~/.pisces/agent/auth.json")
 
 
 def max_output_tokens(model: Model, options: StreamOptions) -> int:
@@ -110,7 +91,7 @@ async def open_stream(model: Model, options: StreamOptions, path: str, body: dic
     """POST ``body`` through the SDK (auth, retries, status errors) and return the raw streamed response."""
     api_key = resolve_api_key(model, options)
     if not api_key:
-        raise ProviderError(missing_key_message(model))
+        raise ProviderError(missing_key_message(model.provider))
     try:
         client = get_client(model, api_key)
         import httpx2  # the SDK's HTTP client, already imported with it
@@ -268,73 +249,6 @@ class ArgsBuffer:
 
     def finish(self, tc: ToolCall) -> None:
         tc.arguments = parse_partial_json(self.text)
-
-
-def transform_messages(messages: list[Message], model: Model,
-                       normalize_id: Callable[[str], str] | None = None) -> list[Message]:
-    """pi's transformMessages: adapt other models' turns, drop errored/aborted assistants, and give tool calls
-    that never got a result a synthetic ``No result provided`` error result."""
-    id_map: dict[str, str] = {}
-    result: list[Message] = []
-    pending: list[ToolCall] = []
-    seen: set[str] = set()
-
-    def flush() -> None:
-        nonlocal pending, seen
-        for tc in pending:
-            if tc.id not in seen:
-                result.append(ToolResultMessage(toolCallId=tc.id, toolName=tc.name,
-                                                content=[TextContent(text="No result provided")], isError=True))
-        pending, seen = [], set()
-
-    for msg in messages:
-        if isinstance(msg, UserMessage):
-            if pending:
-                flush()
-            result.append(msg)
-        elif isinstance(msg, ToolResultMessage):
-            new_id = id_map.get(msg.toolCallId)
-            if new_id and new_id != msg.toolCallId:
-                msg = msgspec.structs.replace(msg, toolCallId=new_id)
-            seen.add(msg.toolCallId)
-            result.append(msg)
-        elif isinstance(msg, AssistantMessage):
-            if pending:
-                flush()
-            if msg.stopReason in ("error", "aborted"):
-                continue
-            same = msg.provider == model.provider and msg.api == model.api and msg.model == model.id
-            content: list[Any] = []
-            for block in msg.content:
-                if isinstance(block, ThinkingContent):
-                    if block.redacted is True:
-                        if same:
-                            content.append(block)
-                    elif same and block.thinkingSignature:
-                        content.append(block)
-                    elif not block.thinking or not block.thinking.strip():
-                        continue
-                    else:
-                        content.append(block if same else TextContent(text=block.thinking))
-                elif isinstance(block, TextContent):
-                    content.append(block if same else TextContent(text=block.text))
-                elif isinstance(block, ToolCall):
-                    tc = block
-                    if not same and tc.thoughtSignature is not UNSET:
-                        tc = msgspec.structs.replace(tc, thoughtSignature=UNSET)
-                    if not same and normalize_id is not None:
-                        new_id = normalize_id(tc.id)
-                        if new_id != tc.id:
-                            id_map[tc.id] = new_id
-                            tc = msgspec.structs.replace(tc, id=new_id)
-                    content.append(tc)
-            calls = [b for b in content if isinstance(b, ToolCall)]
-            if calls:
-                pending, seen = calls, set()
-            result.append(msgspec.structs.replace(msg, content=content))
-        else:
-            result.append(msg)
-    return result
 
 
 def image_url(block: ImageContent) -> str:
