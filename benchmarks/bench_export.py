@@ -48,6 +48,53 @@ def _turn(rng: random.Random, i: int) -> list:
     ]
 
 
+def build_session(cwd: str, session_dir: str, messages: int, rng: random.Random) -> SessionManager:
+    """A session of ``messages`` messages (turns of four), written by SessionManager into ``session_dir``."""
+    sm = SessionManager.create(cwd, session_dir)
+    sm.append_model_change("p", "m")
+    for i in range(messages // 4):
+        for message in _turn(rng, i):
+            sm.append_message(message)
+    return sm
+
+
+def run(cfg, res, wl, harness=None) -> None:
+    """The runner's entry: ``export_file`` (load + render + write) of the ``export_messages``-message session
+    in process, then RPC ``export_html`` of the same session after ``switch_session``, pisces and pi
+    alternating."""
+    from benchmarks._common import Figure, samples
+
+    path = wl.export_session
+    n = wl.sizes.export_messages
+    reps = cfg.rounds
+    out = os.path.join(str(wl.root), "export-in-process.html")
+    cfg.log(f"export: {n}-message session in process ({reps} reps)")
+    res.add(Figure("export_file_ms", f"export_html of {n}-message session (in process: load, render, write)", "ms",
+                   samples(lambda: export_file(path, out), reps), ref_missing="see the RPC export_html row for pi",
+                   detail={"session_bytes": os.path.getsize(path), "html_bytes": os.path.getsize(out)}))
+    if harness is None:
+        return
+    h = harness
+
+    def export(spec) -> dict:
+        target = os.path.join(str(h.tmp), f"export-{spec.name}.html")
+        a = h.spawn(spec, wl.project)
+        try:
+            h.ok(a.request({"type": "get_state"}, 60))
+            h.ok(a.request({"type": "switch_session", "sessionPath": path}, 120))
+            t = time.perf_counter()
+            h.ok(a.request({"type": "export_html", "outputPath": target}, 120))
+            ms = (time.perf_counter() - t) * 1000
+        finally:
+            a.close()
+        return {"ms": ms, "html_bytes": os.path.getsize(target)}
+
+    cfg.log(f"export: RPC export_html of the {n}-message session ({reps} rounds)")
+    d = h.alternate(reps, export)
+    f = res.add(h.figure(d, "ms", "rpc_export_html_ms", f"RPC export_html of {n}-message session", "ms"))
+    f.detail["html_bytes"] = {k: v.get("html_bytes") for k, v in d.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--messages", type=int, default=2000)
@@ -56,11 +103,7 @@ def main() -> int:
     args = ap.parse_args()
     rng = random.Random(7)
     with tempfile.TemporaryDirectory() as tmp:
-        sm = SessionManager.create(tmp, os.path.join(tmp, "sessions"))
-        sm.append_model_change("p", "m")
-        for i in range(args.messages // 4):
-            for message in _turn(rng, i):
-                sm.append_message(message)
+        sm = build_session(tmp, os.path.join(tmp, "sessions"), args.messages, rng)
         path = sm.get_session_file()
         assert path
         entries = sm.get_entries()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import subprocess
@@ -54,6 +55,83 @@ def best(fn, repeat: int) -> float:
 def run_tool(tool, params) -> str:
     result = asyncio.run(tool.execute("bench", params, AbortSignal(), lambda u: None))
     return result.content[0].text
+
+
+def _alternate(reps: int, *fns) -> list[list[float]]:
+    """Samples (ms) of each function, run in turn A B A B after one untimed round."""
+    for fn in fns:
+        fn()
+    out: list[list[float]] = [[] for _ in fns]
+    for _ in range(reps):
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            out[i].append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def run(cfg, res, wl, harness=None) -> None:
+    """The runner's entry: the grep and find tools over the ``grep_files`` tree against bare rg with the same
+    arguments, alternating; the pure-Python fallback too in a full run; and a grep tool call through RPC,
+    timed from tool_execution_start to tool_execution_end, pisces and pi alternating."""
+    from benchmarks._common import Figure
+
+    root = wl.grep_tree
+    n = wl.sizes.grep_files
+    reps = cfg.rounds
+    rg = find_rg()
+    grep_params = {"pattern": "needle_marker"}
+    find_params = {"pattern": "*.py", "limit": 100_000}
+    if not rg:
+        res.notes.append("rg not found: grep/find compared with nothing")
+    cfg.log(f"grep/find: {n} files, tools vs bare rg ({reps} rounds)")
+    for key, label, tool, params, bare in (
+            ("grep_ms", f"grep tool, {n} files (vs bare rg --json)", GrepTool, grep_params,
+             [rg, "--json", "--line-number", "--color=never", "--hidden", "--sort", "path", "--", "needle_marker",
+              root]),
+            ("find_ms", f"find tool, {n} files (vs bare rg --files)", FindTool, find_params,
+             [rg, "--files", "--hidden", "--no-require-git", root])):
+        tool_fn = (lambda tool=tool, params=params: run_tool(tool(root, rg_path=rg), params))
+        py_fn = (lambda tool=tool, params=params: run_tool(tool(root, rg_path=None), params))
+        rg_fn = (lambda bare=bare: subprocess.run(bare, capture_output=True))
+        if rg:
+            t_tool, t_rg = _alternate(reps, tool_fn, rg_fn)
+            res.add(Figure(key, label, "ms", t_tool, t_rg, "rg", detail={"rg_args": bare[1:-1]}))
+        if not cfg.quick or not rg:  # the fallback is slow: full runs only, 3 rounds at most
+            py_label = label.replace("tool,", "tool (pure-Python fallback),")
+            if rg:
+                t_py, t_rg = _alternate(max(1, min(reps, 3)), py_fn, rg_fn)
+                res.add(Figure(key.replace("_ms", "_python_ms"), py_label, "ms", t_py, t_rg, "rg"))
+            else:
+                (t_py,) = _alternate(max(1, min(reps, 3)), py_fn)
+                res.add(Figure(key.replace("_ms", "_python_ms"), py_label, "ms", t_py, None, "rg",
+                               "rg not found"))
+    if harness is None:
+        return
+    h = harness
+    drive = h.drive
+
+    def grep_call(spec) -> dict:
+        h.llm.set_script([drive.TOOL("grep", grep_params), drive.T("done")])
+        a = h.spawn(spec, root, ["--tools", "read,bash,grep"])  # grep is not among the default tools
+        try:
+            h.ok(a.request({"type": "get_state"}, 60))
+            a.send({"id": "p", "type": "prompt", "message": "grep for needle_marker"})
+            a.wait(lambda o: o.get("type") == "agent_end", 120)
+            with a.cond:
+                pairs = [(r["t"], o) for r, o in zip([r for r in a.records if r["dir"] == "out"], a.out)]
+        finally:
+            a.close()
+        start = next(t for t, o in pairs if o.get("type") == "tool_execution_start")
+        end, ev = next((t, o) for t, o in pairs if o.get("type") == "tool_execution_end")
+        if ev.get("isError"):
+            raise RuntimeError(f"grep tool failed: {json.dumps(ev.get('result'))[:300]}")
+        return {"ms": end - start}
+
+    cfg.log(f"grep/find: RPC grep tool call in the {n}-file tree ({reps} rounds)")
+    d = h.alternate(reps, grep_call)
+    res.add(h.figure(d, "ms", "rpc_grep_tool_ms", f"RPC grep tool call, {n} files (tool_execution_start -> end)",
+                     "ms"))
 
 
 def main() -> None:

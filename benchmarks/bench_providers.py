@@ -30,18 +30,25 @@ IMPORTS = {
     "pisces": "import pisces",
     "pisces.ai.stream": "import pisces.ai.stream",
     "openai-completions (+openai SDK)": "import pisces.ai.providers.openai_completions, openai",
+    "openai-responses (+openai SDK)": "import pisces.ai.providers.openai_responses, openai",
     "anthropic-messages (+anthropic SDK)": "import pisces.ai.providers.anthropic, anthropic",
     "google-generative-ai (+google-genai SDK)": "import pisces.ai.providers.google; from google import genai",
+    "faux": "import pisces.ai.providers.faux",
 }
 
 
-def import_ms(code: str, reps: int) -> float:
+def import_samples(code: str, reps: int) -> list[float]:
+    """Milliseconds ``code`` takes in each of ``reps`` fresh interpreters (interpreter start-up excluded)."""
     samples = []
     for _ in range(reps):
         probe = f"import time; t = time.perf_counter(); {code}; print((time.perf_counter() - t) * 1000)"
         out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
         samples.append(float(out.stdout.strip()))
-    return statistics.median(samples)
+    return samples
+
+
+def import_ms(code: str, reps: int) -> float:
+    return statistics.median(import_samples(code, reps))
 
 
 def _openai_completions(n: int) -> Reply:
@@ -130,7 +137,8 @@ async def per_event_costs(n: int, reps: int) -> dict[str, dict[str, float]]:
                 if i:  # the first request pays the SDK import and client set-up
                     samples.append(elapsed)
             med = statistics.median(samples)
-            results[api] = {"events": events, "ms": med * 1000, "us_per_event": med / events * 1e6}
+            results[api] = {"events": events, "ms": med * 1000, "us_per_event": med / events * 1e6,
+                            "samples_ms": [x * 1000 for x in samples]}
     samples = []
     for _ in range(reps):
         SCRIPT.reset()
@@ -138,8 +146,33 @@ async def per_event_costs(n: int, reps: int) -> dict[str, dict[str, float]]:
         elapsed, events = await _one(FAUX_MODELS[0], n)
         samples.append(elapsed)
     med = statistics.median(samples)
-    results["faux"] = {"events": events, "ms": med * 1000, "us_per_event": med / events * 1e6}
+    results["faux"] = {"events": events, "ms": med * 1000, "us_per_event": med / events * 1e6,
+                       "samples_ms": [x * 1000 for x in samples]}
     return results
+
+
+def run(cfg, res) -> None:
+    """The runner's entry (``python -m benchmarks``): one figure per import and per provider's event cost.
+    pi's side is n/a: its providers live inside its node process."""
+    from benchmarks._common import Figure
+
+    reps = cfg.rounds
+    why = "in-process in pisces; pi's providers are not separable from its node process"
+    cfg.log(f"providers: import times ({reps} fresh interpreters each)")
+    for name, code in IMPORTS.items():
+        try:
+            xs = import_samples(code, reps)
+        except subprocess.CalledProcessError as exc:
+            res.skip(f"import_{name.split()[0]}_ms", f"import {name}", f"failed: {exc.stderr.strip()[-200:]}")
+            continue
+        res.add(Figure(f"import_{name.split()[0]}_ms", f"import {name}", "ms", xs, ref_missing=why))
+    n = cfg.sizes.provider_events
+    cfg.log(f"providers: {n} streamed events per request, {reps} requests each")
+    costs = asyncio.run(per_event_costs(n, reps))
+    for api, r in costs.items():
+        res.add(Figure(f"per_event_{api}_us", f"{api}: cost per streamed event ({n} deltas)", "us",
+                       [ms * 1000 / r["events"] for ms in r["samples_ms"]], ref_missing=why,
+                       detail={"events": r["events"], "request_ms": r["samples_ms"]}))
 
 
 def main() -> int:

@@ -35,8 +35,8 @@ def _turn(rng: random.Random, i: int) -> list:
     ]
 
 
-def _write_session(session_dir: str, turns: int, rng: random.Random) -> str:
-    sm = SessionManager.create("/bench/project", session_dir)
+def _write_session(session_dir: str, turns: int, rng: random.Random, cwd: str = "/bench/project") -> str:
+    sm = SessionManager.create(cwd, session_dir)
     sm.append_model_change("p", "m")
     sm.append_thinking_level_change("off")
     for i in range(turns):
@@ -53,6 +53,52 @@ def _best(fn, reps: int) -> tuple[float, float]:
         fn()
         times.append(time.perf_counter() - t0)
     return min(times), statistics.median(times)
+
+
+def run(cfg, res, wl, harness=None) -> None:
+    """The runner's entry: ``list_sessions`` over ``session_files`` files and opening the
+    ``session_entries``-entry session in process (pisces alone: pi's store is inside its node process),
+    then the same open through RPC ``switch_session``, pisces and pi alternating."""
+    from benchmarks._common import Figure, samples
+
+    reps = cfg.rounds
+    many = wl.many_sessions_dir
+    count = len(list_sessions(many))
+    why = "pi 0.73.1's RPC has no list_sessions, and its store runs inside its node process"
+    cfg.log(f"sessions: list_sessions over {count} files, open a {wl.sizes.session_entries}-entry session")
+    res.add(Figure("list_sessions_ms", f"list_sessions, {count} files (in process)", "ms",
+                   samples(lambda: list_sessions(many), reps), ref_missing=why,
+                   detail={"files": count, "bytes": sum(os.path.getsize(os.path.join(many, f))
+                                                        for f in os.listdir(many))}))
+    path, n_entries = wl.long_session
+
+    def open_and_build():
+        sm = SessionManager.open(path)
+        sm.build_session_context()
+        sm.close()
+
+    res.add(Figure("session_open_ms", f"open {n_entries}-entry session + build context (in process)", "ms",
+                   samples(open_and_build, reps), ref_missing="see the switch_session row for pi",
+                   detail={"entries": n_entries, "bytes": os.path.getsize(path)}))
+    if harness is None:
+        return
+    h = harness
+
+    def switch(spec) -> dict:
+        a = h.spawn(spec, wl.project)
+        try:
+            h.ok(a.request({"type": "get_state"}, 60))
+            t = time.perf_counter()
+            h.ok(a.request({"type": "switch_session", "sessionPath": path}, 120))
+            ms = (time.perf_counter() - t) * 1000
+        finally:
+            a.close()
+        return {"ms": ms, "rss_kb": a.rusage.ru_maxrss}
+
+    cfg.log(f"sessions: RPC switch_session to the {n_entries}-entry session ({reps} rounds)")
+    d = h.alternate(reps, switch)
+    res.add(h.figure(d, "ms", "rpc_switch_session_ms", f"RPC switch_session to {n_entries}-entry session", "ms"))
+    res.add(h.figure(d, "rss_kb", "rpc_switch_session_rss_kib", "peak RSS after opening it", "KiB"))
 
 
 def main() -> int:

@@ -1,0 +1,65 @@
+"""The benchmark runner's quickest path, in process, on tiny workloads: the JSON has the expected shape.
+
+Timings are never asserted; only that every figure was produced with samples and the facts around them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def runner():
+    sys.path.insert(0, ROOT)
+    try:
+        from benchmarks.__main__ import main
+
+        yield main
+    finally:
+        sys.path.remove(ROOT)
+
+
+def test_runner_tiny_json_has_expected_keys(runner, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    # providers' import timings start fresh interpreters that import every SDK: too slow for a smoke test
+    data = runner(["--tiny", "--no-pi", "--rounds", "1", "--json", str(out),
+                   "--only", "rpc,sessions,grep_find,compaction,export"])
+    saved = json.loads(out.read_text())
+    assert saved["date"] and saved["figures"]
+    assert {"nproc", "cpu", "python", "node"} <= set(saved["machine"])
+    assert saved["sizes"]["words"] == 50 and saved["args"]["rounds"] == 1
+    assert set(data["figures"]) == set(saved["figures"])
+    expected = {"list_sessions_ms", "session_open_ms", "grep_ms", "find_ms", "compaction_prepare_ms",
+                "export_file_ms"}
+    if os.path.isfile(os.path.join(ROOT, "..", "shared", "conformance", "drive.py")):
+        expected |= {"rpc_startup_ms", "rpc_idle_rss_kib", "rpc_reply_ms", "rpc_stdout_bytes",
+                     "rpc_rss_after_reply_kib", "rpc_switch_session_ms", "rpc_export_html_ms", "rpc_compact_ms"}
+    assert expected <= set(saved["figures"])
+    for key in expected:
+        fig = saved["figures"][key]
+        assert {"label", "unit", "pisces", "ref", "reference", "ratio", "ref_missing", "detail"} <= set(fig)
+        assert fig["pisces"]["n"] >= 1 and len(fig["pisces"]["samples"]) == fig["pisces"]["n"]
+    if "rpc_startup_ms" in expected:  # --no-pi: pi's side is n/a, with the reason
+        assert saved["figures"]["rpc_startup_ms"]["ref"] is None
+        assert saved["figures"]["rpc_startup_ms"]["ref_missing"] == "--no-pi"
+    assert "not_measured" in saved and "notes" in saved
+    table = capsys.readouterr().out
+    assert "pisces/pi" in table and "n/a" in table
+
+
+def test_provider_event_cost_runs(runner):
+    import asyncio
+
+    from benchmarks.bench_providers import per_event_costs
+
+    costs = asyncio.run(per_event_costs(20, 1))
+    assert set(costs) == {"openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai",
+                          "faux"}
+    for r in costs.values():
+        assert r["events"] >= 20 and len(r["samples_ms"]) == 1
