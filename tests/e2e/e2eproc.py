@@ -165,7 +165,7 @@ class Proc:
             self._eof = True
             raise self._fail(f"stdout ended (exit status {self.p.poll()})")
         try:
-            frame = json.loads(line)
+            frame = loads(line)
         except ValueError:
             raise self._fail(f"stdout line is not JSON: {line[:300]!r}") from None
         if not isinstance(frame, dict):
@@ -199,7 +199,7 @@ class Proc:
             if line is None:
                 self._eof = True
                 return got
-            frame = json.loads(line)
+            frame = loads(line)
             self.frames.append(frame)
             got.append(frame)
 
@@ -285,6 +285,19 @@ class Proc:
         self.close()
 
 
+def loads(line: bytes) -> Any:
+    """json.loads, also for values nested deeper than Python's recursion limit (a long session's tree)."""
+    try:
+        return json.loads(line)
+    except RecursionError:
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, 20_000))
+        try:
+            return json.loads(line)
+        finally:
+            sys.setrecursionlimit(old)
+
+
 # -- helpers for assertions ----------------------------------------------------------------------
 def types(frames: Iterable[Frame]) -> list[str]:
     return [f.get("type", "?") for f in frames]
@@ -346,3 +359,31 @@ def descendants(pid: int) -> list[int]:
             out.append(c)
             todo.append(c)
     return out
+
+
+# -- fixtures (import them into a test module: ``from e2eproc import home, spawn``) ---------------
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def home(tmp_path: Any) -> Home:
+    return Home(str(tmp_path))
+
+
+@pytest.fixture
+def spawn(home: Home) -> Any:
+    """``spawn(*args)`` starts ``pisces --mode rpc *args`` and reads its ``ready`` frame; every process started
+    is closed at teardown, whatever the test's outcome."""
+    procs: list[Proc] = []
+
+    def start(*args: str, env: dict[str, str] | None = None, ready: bool = True) -> Proc:
+        p = Proc.rpc(home, *args, env=env)
+        procs.append(p)
+        if ready:
+            first = p.next(15)
+            assert first == {"type": "ready"}, first
+        return p
+
+    yield start
+    for p in procs:
+        p.close()

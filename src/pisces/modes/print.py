@@ -58,9 +58,10 @@ async def _run(args: Any, json_events: bool) -> int:
                 sys.stderr.write(f"pisces: {exc}\n")
                 return 1
             last = session.last_assistant_message()
+            last_error = None  # the last reply decides, as in pi
             if last is not None and last.stopReason in ("error", "aborted"):
                 last_error = last.errorMessage if isinstance(last.errorMessage, str) else last.stopReason
-        if not json_events:
+        if not json_events and last_error is None:  # a failed reply's partial text is not the answer
             text = session.last_assistant_text()
             if text:
                 sys.stdout.write(text + "\n")

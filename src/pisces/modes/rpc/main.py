@@ -29,6 +29,11 @@ def run_rpc(args: Any) -> int:
         code = asyncio.run(_serve(args, writer))
     except KeyboardInterrupt:
         code = 130
+    except Exception:  # noqa: BLE001 - a bug: report it, then still leave through os._exit below
+        import traceback
+
+        traceback.print_exc()
+        code = 1
     sys.stderr.flush()
     # Leave at once: the stdin reader thread may still sit in a blocking read, and work in flight was
     # already aborted and flushed by the server's shutdown.

@@ -21,6 +21,9 @@ def _enc_hook(obj: Any) -> Any:
     raise NotImplementedError(f"cannot encode {type(obj).__name__}")
 
 
+DEEP_ENCODE_LIMIT = 20_000  # nesting levels allowed when a frame is deeper than Python's recursion limit
+
+
 class FrameWriter:
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -38,11 +41,30 @@ class FrameWriter:
         sys.stdout = sys.stderr
         return cls(fd)
 
+    def _encode(self, obj: Any, buf: bytearray) -> None:
+        try:
+            self._encoder.encode_into(obj, buf)
+        except RecursionError:
+            # A deep value: get_session_tree nests two levels per entry, so a long session's tree outgrows
+            # Python's default limit of 1000. msgspec recurses in C with little stack per level (200,000 levels
+            # fit in the 8 MB main stack), so allow more levels for this one encode.
+            buf.clear()
+            old = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(old, DEEP_ENCODE_LIMIT))
+            try:
+                self._encoder.encode_into(obj, buf)
+            finally:
+                sys.setrecursionlimit(old)
+
     def write(self, obj: Any) -> None:
         if self.closed:
             return
         buf = self._buf
-        self._encoder.encode_into(obj, buf)
+        try:
+            self._encode(obj, buf)
+        except BaseException:
+            buf.clear()  # never leave half a frame in front of the next one
+            raise
         buf.extend(b"\n")
         try:
             view = memoryview(buf)

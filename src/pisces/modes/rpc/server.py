@@ -35,10 +35,15 @@ def parse_line(raw: bytes) -> tuple[Any, str | None]:
         pass
     text = raw.decode("utf-8", "replace")
     try:
-        return json.loads(text), None  # what JSON.parse accepts and msgspec does not (e.g. lone surrogates)
+        # what JSON.parse accepts and msgspec does not (e.g. lone surrogates); NaN and Infinity are not JSON
+        return json.loads(text, parse_constant=_reject_constant), None
     except (ValueError, RecursionError):
         pass
     return None, f"Failed to parse command: {describe_json_error(text)}"
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 class RpcServer:
@@ -48,7 +53,13 @@ class RpcServer:
         self.tasks: set[asyncio.Task] = set()
         self._answered = False
         self._warmed = False
-        session.subscribe(self.out.write)
+        session.subscribe(self._emit)
+
+    def _emit(self, event: Any) -> None:
+        try:
+            self.out.write(event)
+        except Exception as exc:  # noqa: BLE001 - a frame that cannot be encoded must not stop the run
+            sys.stderr.write(f"pisces: a {_event_type(event)} event could not be sent: {_message(exc)}\n")
 
     # -- responses ----------------------------------------------------------------------------
     def respond(self, req_id: Any, command: Any, data: Any = NO_DATA, error: str | None = None) -> None:
@@ -65,7 +76,12 @@ class RpcServer:
             frame["success"] = True
             if data is not NO_DATA:
                 frame["data"] = data
-        self.out.write(frame)
+        try:
+            self.out.write(frame)
+        except Exception as exc:  # noqa: BLE001 - still one response, and the process lives on
+            if error is not None:
+                raise
+            self.respond(req_id, command, error=f"The response could not be encoded: {_message(exc)}")
 
     # -- dispatch -----------------------------------------------------------------------------
     def handle_line(self, raw: bytes) -> bool:
@@ -187,6 +203,11 @@ def _js_str(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _event_type(event: Any) -> str:
+    kind = event.get("type") if isinstance(event, dict) else getattr(event, "type", None)
+    return str(kind or type(event).__name__)
 
 
 def _message(exc: BaseException) -> str:
