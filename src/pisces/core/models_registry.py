@@ -335,7 +335,8 @@ class ModelRegistry:
         shown = f"{canon}/{text}" if canon else pattern
         close = self._close_matches(text if canon else pattern, candidates)
         hint = f" Close matches: {', '.join(close)}." if close else ""
-        raise ValueError(f'Model "{shown}" not found.{hint} Use --list-models to see available models.')
+        raise ValueError(f'Model "{shown}" not found.{hint} The RPC command get_available_models lists the '
+                         'models that have a key.')
 
     @staticmethod
     def _exact_full(pattern: str, models: list[Model]) -> Model | None:

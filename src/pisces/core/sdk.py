@@ -68,8 +68,6 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
         elif faux.SCRIPT.default is None and not faux.SCRIPT.queue:
             faux.use_demo()
     registry = ModelRegistry(adir, api_key_override=api_key, override_provider=provider, enable_faux=use_faux)
-    for warning in registry.warnings:
-        sys.stderr.write(f"pisces: {warning}\n")
     if registry.load_error:
         sys.stderr.write(f"pisces: {registry.load_error}\n")
     scope = [p.strip() for p in models.split(",") if p.strip()] if models else None
@@ -78,6 +76,8 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
                                                           scope=scope, is_continuing=bool(session or continue_session))
     except ValueError as exc:
         raise SessionConfigError(str(exc)) from None
+    for warning in registry.warnings:  # after the choice, which may add some
+        sys.stderr.write(f"pisces: {warning}\n")
     if (provider or model) and chosen is None:
         raise SessionConfigError(f"No model found for --provider {provider or '-'} --model {model or '-'}")
     store = _open_store(cwd, settings, no_session=no_session, session_dir=session_dir, session=session,
