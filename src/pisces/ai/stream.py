@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import AsyncIterator, get_args
 
-from pisces.ai.providers import get_provider
+from pisces.ai.providers import get_provider, warm
 from pisces.ai.types import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -77,6 +77,9 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
         yield ErrorEvent(reason="aborted", error=out)
         return
 
+    # The SDK's first import (up to a second, blocking the loop) happens here, before the idle clock starts:
+    # a first request must not time out on our own start-up cost.
+    warm(model.api)
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     gen = provider.stream(model, context, options)

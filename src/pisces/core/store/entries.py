@@ -7,6 +7,7 @@ which writes back exactly the object it was read from.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Union
 
 import msgspec
@@ -181,7 +182,25 @@ def entry_type(entry: Any) -> str:
 
 def encode_line(entry: Any) -> bytes:
     """One JSONL line (with its newline): compact, UTF-8, pi's field names."""
-    return _encoder.encode(entry) + b"\n"
+    try:
+        return _encoder.encode(entry) + b"\n"
+    except UnicodeEncodeError:
+        # A lone UTF-16 surrogate (a "\\ud800" escape in a command, a cwd that is not UTF-8) cannot be UTF-8:
+        # it is written as U+FFFD, so the line stays one valid line that pisces and pi both read.
+        return _encoder.encode(_no_surrogates(msgspec.to_builtins(entry, enc_hook=_enc_hook))) + b"\n"
+
+
+def _no_surrogates(obj: Any) -> Any:
+    if isinstance(obj, str):
+        return _SURROGATE.sub("\ufffd", obj)
+    if isinstance(obj, list):
+        return [_no_surrogates(v) for v in obj]
+    if isinstance(obj, dict):
+        return {_no_surrogates(k): _no_surrogates(v) for k, v in obj.items()}
+    return obj
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _strip_nulls(obj: Any) -> Any:

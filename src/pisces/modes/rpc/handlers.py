@@ -7,6 +7,7 @@ an error response. Missing fields give pi's exact error strings where pi has one
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 from msgspec import UNSET
@@ -70,8 +71,19 @@ async def _prompt(server: Any, cmd: dict) -> Any:
     if behavior is not None and behavior not in ("steer", "followUp"):
         raise RpcError(f"Invalid streamingBehavior '{behavior}': use 'steer' or 'followUp'")
     req_id, ctype = cmd.get("id"), cmd.get("type")
-    await server.session.prompt(text, images=images, streaming_behavior=behavior,
-                                on_accepted=lambda: server.respond(req_id, ctype))
+    accepted: list[bool] = []
+
+    def on_accepted() -> None:
+        accepted.append(True)
+        server.respond(req_id, ctype)
+
+    try:
+        await server.session.prompt(text, images=images, streaming_behavior=behavior, on_accepted=on_accepted)
+    except Exception as exc:  # noqa: BLE001
+        if not accepted:
+            raise  # a preflight error is the prompt's one response
+        # already answered with success: a second response to the same id would break clients' bookkeeping
+        sys.stderr.write(f"pisces: the run of prompt {req_id!r} failed: {str(exc) or type(exc).__name__}\n")
     return ANSWERED
 
 

@@ -6,6 +6,8 @@ so a stray ``print`` (ours, a library's, or a child process's) can never corrupt
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import sys
 from typing import Any
@@ -19,6 +21,23 @@ def _enc_hook(obj: Any) -> Any:
     if isinstance(obj, BaseException):
         return str(obj)
     raise NotImplementedError(f"cannot encode {type(obj).__name__}")
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    return obj
+
+
+def encode_with_lone_surrogates(obj: Any) -> bytes:
+    """A frame holding a lone UTF-16 surrogate (JSON.parse accepts ``"\\ud800"``; UTF-8 cannot carry it), written
+    as JSON.stringify writes it: a ``\\uXXXX`` escape. Rare, so the slow path."""
+    data = _finite(msgspec.to_builtins(obj, enc_hook=_enc_hook))
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
 
 
 DEEP_ENCODE_LIMIT = 20_000  # nesting levels allowed when a frame is deeper than Python's recursion limit
@@ -44,6 +63,8 @@ class FrameWriter:
     def _encode(self, obj: Any, buf: bytearray) -> None:
         try:
             self._encoder.encode_into(obj, buf)
+        except UnicodeEncodeError:
+            buf[:] = encode_with_lone_surrogates(obj)
         except RecursionError:
             # A deep value: get_session_tree nests two levels per entry, so a long session's tree outgrows
             # Python's default limit of 1000. msgspec recurses in C with little stack per level (200,000 levels

@@ -36,7 +36,7 @@ def parse_line(raw: bytes) -> tuple[Any, str | None]:
     text = raw.decode("utf-8", "replace")
     try:
         # what JSON.parse accepts and msgspec does not (e.g. lone surrogates); NaN and Infinity are not JSON
-        return json.loads(text, parse_constant=_reject_constant), None
+        return json.loads(text, parse_constant=_reject_constant, parse_int=_js_int), None
     except (ValueError, RecursionError):
         pass
     return None, f"Failed to parse command: {describe_json_error(text)}"
@@ -44,6 +44,14 @@ def parse_line(raw: bytes) -> tuple[Any, str | None]:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _js_int(text: str) -> int | float:
+    """An integer literal; one longer than Python converts (4300 digits) is a double, as in JSON.parse."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
 
 
 class RpcServer:
