@@ -32,6 +32,7 @@ from pisces.ai.providers._shared import (
     resolve_api_key,
     sanitize,
     transform_messages,
+    with_retry_after,
 )
 from pisces.ai.types import (
     AssistantMessage,
@@ -406,7 +407,8 @@ def _describe_error(sdk: Any, exc: BaseException, model: Model) -> str:
             message = body.strip()[:2000]
         if message is None:
             message = exc.message if body is not None else None
-        return format_http_error(exc.status_code, message if isinstance(message, str) else str(message or ""))
+        text = format_http_error(exc.status_code, message if isinstance(message, str) else str(message or ""))
+        return with_retry_after(text, exc)
     if sdk is not None and isinstance(exc, sdk.APITimeoutError):
         return f"Request timed out waiting for {model.baseUrl or 'the Anthropic API'}"
     if sdk is not None and isinstance(exc, sdk.APIConnectionError):

@@ -31,6 +31,7 @@ from pisces.ai.providers._shared import (  # noqa: F401  (sanitize, transform_me
     resolve_api_key,
     sanitize,
     transform_messages,
+    with_retry_after,
 )
 from pisces.ai.types import (
     UNSET, AssistantMessage, Context, DoneEvent, ErrorEvent, ImageContent, Model, StartEvent, StreamOptions,
@@ -202,7 +203,7 @@ def describe_error(exc: BaseException) -> str:
     openai = sys.modules.get("openai")
     if openai is not None:
         if isinstance(exc, openai.APIStatusError):
-            return _status_message(exc)
+            return with_retry_after(_status_message(exc), exc)
         if isinstance(exc, openai.APITimeoutError):
             return "Request timed out."
         if isinstance(exc, openai.APIConnectionError):
