@@ -68,12 +68,8 @@ class Home:
                         "input": ["text", "image"], "contextWindow": 128000, "maxTokens": 16384,
                         "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}}]}}})
         merged = {"defaultProvider": "scripted", "defaultModel": "scripted-model",
-                  "retry": {"baseDelayMs": 50, "provider": {"maxRetries": 0, "idleTimeoutMs": 500}}}
-        for k, v in (settings or {}).items():
-            if isinstance(v, dict) and isinstance(merged.get(k), dict):
-                merged[k] = {**merged[k], **v}
-            else:
-                merged[k] = v
+                  "retry": {"baseDelayMs": 50, "provider": {"maxRetries": 0, "idleTimeoutMs": 5000}}}
+        _merge(merged, settings or {})
         self.write_json("settings.json", merged)
 
     def session_files(self) -> list[str]:
@@ -81,6 +77,14 @@ class Home:
         for dirpath, _dirs, files in os.walk(os.path.join(self.agent_dir, "sessions")):
             out.extend(os.path.join(dirpath, f) for f in files if f.endswith(".jsonl"))
         return sorted(out)
+
+
+def _merge(base: dict, extra: dict) -> None:
+    for k, v in extra.items():
+        if isinstance(v, dict) and isinstance(base.get(k), dict):
+            _merge(base[k], v)
+        else:
+            base[k] = v
 
 
 class ProcError(AssertionError):

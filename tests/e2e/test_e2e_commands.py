@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from e2eproc import Proc, compact, home, spawn  # noqa: F401 - fixtures
+from e2eproc import Proc, compact
 
 MODEL_KEYS = {"id", "name", "api", "provider", "baseUrl", "reasoning", "input", "cost", "contextWindow", "maxTokens"}
 STATE_KEYS = {"model", "thinkingLevel", "isStreaming", "isCompacting", "steeringMode", "followUpMode", "interruptMode",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from e2eproc import compact, home, spawn  # noqa: F401 - fixtures
+from e2eproc import compact
 
 BUSY = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
 ZERO_USAGE = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,

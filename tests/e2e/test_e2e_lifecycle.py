@@ -8,7 +8,7 @@ import os
 import subprocess
 import time
 
-from e2eproc import PISCES, compact, home, pgrp_alive, spawn  # noqa: F401 - fixtures
+from e2eproc import PISCES, compact, pgrp_alive
 
 
 def _wait_for_file(path: str, timeout: float = 10.0) -> str:
