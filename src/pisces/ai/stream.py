@@ -99,18 +99,22 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
     remove_listener = signal.add_listener(lambda: interrupt_with("abort")) if signal is not None else None
     idle_s = (options.idleTimeoutMs or 0) / 1000
     timer: list[asyncio.TimerHandle | None] = [None]
+    last_seen = [loop.time()]  # refreshed per event; the one timer re-arms itself from it (cheap per event)
 
-    def arm() -> None:
-        if idle_s > 0:
-            if timer[0] is not None:
-                timer[0].cancel()
-            timer[0] = loop.call_later(idle_s, interrupt_with, "stall")
+    def check_stall() -> None:
+        left = last_seen[0] + idle_s - loop.time()
+        if left > 0:
+            timer[0] = loop.call_later(left, check_stall)
+        else:
+            interrupt_with("stall")
+
+    if idle_s > 0:
+        timer[0] = loop.call_later(idle_s, check_stall)
 
     partial: AssistantMessage | None = None
     open_blocks: dict[int, str] = {}  # contentIndex -> kind, for blocks started but not ended
     failure: BaseException | None = None
     try:
-        arm()
         while interrupt[0] is None:
             in_provider[0] = True
             try:
@@ -131,7 +135,7 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
                     # either way the caller's task must not stay marked as cancelling
                     cancel_sent[0] = False
                     task.uncancel()  # type: ignore[union-attr]
-            arm()
+            last_seen[0] = loop.time()
             kind = _KIND[type(item)]
             if partial is None and kind != "start" and isinstance(getattr(item, "partial", None), AssistantMessage):
                 partial = item.partial  # a provider that skipped ``start``: never send a late one
