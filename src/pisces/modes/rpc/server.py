@@ -59,7 +59,6 @@ class RpcServer:
         self.session = session
         self.out = writer
         self.tasks: set[asyncio.Task] = set()
-        self._answered = False
         self._warmed = False
         session.subscribe(self._emit)
 
@@ -169,10 +168,6 @@ class RpcServer:
             self.out.write({"type": "ready"})
         warm = loop.call_later(0.1, self._warm_provider)  # at the latest; earlier once the first lines are done
         while True:
-            if warm is not None and self._answered and lines.empty():
-                warm.cancel()
-                warm = None
-                self._warm_provider()
             line = await lines.get()
             if line is None:
                 break
@@ -180,7 +175,10 @@ class RpcServer:
                 # Let the command just started run up to its first real wait, so that a quick async command
                 # (switch_session, new_session, fork) is done before the next line is read, as in pi.
                 await asyncio.sleep(0)
-            self._answered = True
+            if warm is not None and lines.empty():  # the first burst of lines is answered: idle now
+                warm.cancel()
+                warm = None
+                self._warm_provider()
         await self.shutdown()
         return 0
 
