@@ -171,18 +171,15 @@ class AgentSession:
         While the agent is busy the message is queued per ``streaming_behavior``; without one it is refused,
         except during compaction or a retry back-off, where it waits its turn instead of being dropped."""
         accepted = on_accepted or (lambda: None)
-        if self.agent.is_streaming:
+        between_turns = self._run_lock.locked() and not self.is_compacting  # e.g. a retry back-off
+        if self.agent.is_streaming or (between_turns and streaming_behavior is not None):
             if streaming_behavior is None:
                 raise SessionError(BUSY_ERROR)
             (self.follow_up if streaming_behavior == "followUp" else self.steer)(text, images)
             accepted()
             return
         self._check_model()
-        if self._run_lock.locked() or self.is_compacting:
-            if streaming_behavior is not None and self._run_lock.locked() and not self.is_compacting:
-                (self.follow_up if streaming_behavior == "followUp" else self.steer)(text, images)
-                accepted()
-                return
+        if self._run_lock.locked() or self.is_compacting:  # answered now, run when the current work ends
             accepted()
             accepted = lambda: None  # noqa: E731 - answered once
         async with self._run_lock:
