@@ -25,7 +25,7 @@ from ._common import OPERATION_ABORTED, check_aborted, run_abortable
 from ._walk import Walker, glob_to_regex, path_sort_key
 from .grep import _AUTO, find_rg
 from .paths import resolve_to_cwd
-from .truncate import DEFAULT_MAX_BYTES, MAX_SAFE_INTEGER, format_size, truncate_head
+from .truncate import DEFAULT_MAX_BYTES, listing_result
 
 FIND_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -121,19 +121,9 @@ def format_find(results: list[str], limit: int) -> tuple[str, dict[str, Any] | N
     if not results:
         return "No files found matching pattern", None
     reached = len(results) >= limit
-    trunc = truncate_head("\n".join(results[:limit]), max_lines=MAX_SAFE_INTEGER)
-    text = trunc.content
-    details: dict[str, Any] = {}
-    notices: list[str] = []
-    if reached:
-        notices.append(f"{limit} results limit reached. Use limit={limit * 2} for more, or refine pattern")
-        details["resultLimitReached"] = limit
-    if trunc.truncated:
-        notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
-        details["truncation"] = trunc.to_dict()
-    if notices:
-        text += f"\n\n[{'. '.join(notices)}]"
-    return text, details or None
+    notice = (f"{limit} results limit reached. Use limit={limit * 2} for more, or refine pattern",
+              "resultLimitReached", limit) if reached else None
+    return listing_result("\n".join(results[:limit]), notice)
 
 
 class FindTool(AgentTool):

@@ -28,7 +28,7 @@ from pisces.ai.types import TextContent
 from ._common import OPERATION_ABORTED, check_aborted, run_abortable
 from ._walk import Overrides, Walker
 from .paths import resolve_to_cwd
-from .truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, MAX_SAFE_INTEGER, format_size, truncate_head, truncate_line
+from .truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, listing_result, truncate_line
 
 GREP_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -291,22 +291,11 @@ def format_matches(search: _Search, search_path: str, is_dir: bool, context: int
             text, cut = truncate_line(line.replace("\r", ""))
             lines_truncated |= cut
             out.append(f"{shown}:{n}: {text}" if n == m.line_number else f"{shown}-{n}- {text}")
-    trunc = truncate_head("\n".join(out), max_lines=MAX_SAFE_INTEGER)
-    text = trunc.content
-    details: dict[str, Any] = {}
-    notices: list[str] = []
-    if search.limit_reached:
-        notices.append(f"{limit} matches limit reached. Use limit={limit * 2} for more, or refine pattern")
-        details["matchLimitReached"] = limit
-    if trunc.truncated:
-        notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
-        details["truncation"] = trunc.to_dict()
-    if lines_truncated:
-        notices.append(f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines")
-        details["linesTruncated"] = True
-    if notices:
-        text += f"\n\n[{'. '.join(notices)}]"
-    return text, details or None
+    limit_notice = (f"{limit} matches limit reached. Use limit={limit * 2} for more, or refine pattern",
+                    "matchLimitReached", limit) if search.limit_reached else None
+    lines_notice = (f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines",
+                    "linesTruncated", True) if lines_truncated else None
+    return listing_result("\n".join(out), limit_notice, lines_notice)
 
 
 class GrepTool(AgentTool):

@@ -18,7 +18,7 @@ from pisces.ai.types import TextContent
 
 from ._common import run_abortable
 from .paths import node_error_message, resolve_to_cwd
-from .truncate import DEFAULT_MAX_BYTES, MAX_SAFE_INTEGER, format_size, truncate_head
+from .truncate import DEFAULT_MAX_BYTES, listing_result
 
 LS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -103,19 +103,9 @@ def _list(dir_path: str, limit: int) -> tuple[str, dict[str, Any] | None]:
         results.append(name + "/" if stat.S_ISDIR(mode) else name)
     if not results:
         return "(empty directory)", None
-    trunc = truncate_head("\n".join(results), max_lines=MAX_SAFE_INTEGER)
-    text = trunc.content
-    details: dict[str, Any] = {}
-    notices: list[str] = []
-    if limit_reached:
-        notices.append(f"{limit} entries limit reached. Use limit={limit * 2} for more")
-        details["entryLimitReached"] = limit
-    if trunc.truncated:
-        notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
-        details["truncation"] = trunc.to_dict()
-    if notices:
-        text += f"\n\n[{'. '.join(notices)}]"
-    return text, details or None
+    notice = (f"{limit} entries limit reached. Use limit={limit * 2} for more", "entryLimitReached",
+              limit) if limit_reached else None
+    return listing_result("\n".join(results), notice)
 
 
 class LsTool(AgentTool):

@@ -210,3 +210,26 @@ __all__ = [
     "format_size", "js_number", "truncate_head", "truncate_tail", "truncate_line", "utf8_len", "tail_bytes",
     "head_from_lines",
 ]
+
+
+Notice = tuple[str, str, Any]  # (text shown to the model, details key, details value)
+
+
+def listing_result(text: str, limit: Notice | None = None, extra: Notice | None = None
+                   ) -> tuple[str, dict[str, Any] | None]:
+    """The result of a listing tool (grep, find, ls): ``text`` cut to 50KB from the top, then the notices
+    in pi's order (result limit, byte limit, ``extra``) in one bracket, with their details."""
+    trunc = truncate_head(text, max_lines=MAX_SAFE_INTEGER)
+    notices: list[str] = []
+    details: dict[str, Any] = {}
+    if limit is not None:
+        notices.append(limit[0])
+        details[limit[1]] = limit[2]
+    if trunc.truncated:
+        notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
+        details["truncation"] = trunc.to_dict()
+    if extra is not None:
+        notices.append(extra[0])
+        details[extra[1]] = extra[2]
+    out = trunc.content + (f"\n\n[{'. '.join(notices)}]" if notices else "")
+    return out, details or None
