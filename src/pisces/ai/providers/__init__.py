@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from pisces.ai.gc_pause import gc_paused
+
 _MODULES: dict[str, str] = {
     "anthropic-messages": "pisces.ai.providers.anthropic",
     "openai-completions": "pisces.ai.providers.openai_completions",
@@ -50,6 +52,18 @@ SDK_MODULES: dict[str, str] = {
 }
 
 
+def import_sdk(name: str) -> ModuleType:
+    """Import a vendor SDK module with the cyclic garbage collector paused: the SDKs build thousands of
+    classes at import, and the collections they would set off cost about a third of the import time
+    (openai 0.38 -> 0.29 s, anthropic 1.1 -> 0.6 s on the benchmark machine).
+
+    Always through the import system, never a ``sys.modules`` shortcut: while the idle warm-up thread is
+    importing the SDK, ``sys.modules`` already holds the half-initialised module, and only the import
+    system's module lock makes a second importer wait for it to finish."""
+    with gc_paused():
+        return importlib.import_module(name)
+
+
 def warm(api: str) -> None:
     """Import the provider module and its SDK (a second or so for some SDKs), e.g. on an idle thread, so
     the first request does not pay for it. Failures are left for the request to report."""
@@ -57,6 +71,6 @@ def warm(api: str) -> None:
         get_provider(api)
         sdk = SDK_MODULES.get(api)
         if sdk:
-            importlib.import_module(sdk)
+            import_sdk(sdk)
     except Exception:  # noqa: BLE001 - the real request reports the problem with context
         pass

@@ -20,6 +20,7 @@ from typing import Any, AsyncIterator
 
 import msgspec
 
+from pisces.ai.providers import import_sdk
 from pisces.ai.providers._shared import (
     cached_client,
     describe_transport_error,
@@ -439,7 +440,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
     response: Any = None
     error: str | None = None
     try:
-        import anthropic as sdk
+        sdk = import_sdk("anthropic")
 
         params = build_params(model, context, options)
         client = _client(sdk, model, api_key, options)

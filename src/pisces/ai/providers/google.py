@@ -17,6 +17,7 @@ import re
 import time
 from typing import Any, AsyncIterator
 
+from pisces.ai.providers import import_sdk
 from pisces.ai.providers._shared import finish_usage, format_http_error, new_output
 from pisces.ai.providers._shared import (
     cached_client,
@@ -397,8 +398,8 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
     chunks: Any = None
     error: str | None = None
     try:
-        from google import genai
-        from google.genai import errors, types
+        genai = import_sdk("google.genai")
+        errors, types = import_sdk("google.genai.errors"), import_sdk("google.genai.types")
 
         client = _client(genai, types, model, api_key, options)
         chunks = await client.aio.models.generate_content_stream(

@@ -22,6 +22,7 @@ from typing import Any, AsyncIterator, Callable
 
 import msgspec
 
+from pisces.ai.providers import import_sdk
 from pisces.ai.providers._shared import (  # noqa: F401  (sanitize, transform_messages: also for openai_responses)
     finish_usage,
     format_http_error,
@@ -76,7 +77,7 @@ _clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, 
 
 
 def get_client(model: Model, api_key: str) -> Any:
-    from openai import AsyncOpenAI  # lazy: the SDK costs ~0.4 s to import
+    AsyncOpenAI = import_sdk("openai").AsyncOpenAI  # lazy: the SDK costs ~0.3 s to import
 
     loop = asyncio.get_running_loop()
     per_loop = _clients.setdefault(loop, {})

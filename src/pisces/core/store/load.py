@@ -7,14 +7,14 @@ empty. Files of format v1 and v2 are migrated in memory; the caller rewrites the
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+
+from pisces.ai.gc_pause import gc_paused
 
 from .entries import (
     CURRENT_SESSION_VERSION,
@@ -121,22 +121,9 @@ class _Skips:
             warn(f"{self.where}: skipped {self.count} malformed lines in all")
 
 
-@contextmanager
-def _gc_paused() -> Any:
-    """No cyclic garbage collection while a file's entries are built: tens of thousands of new objects,
-    none of them garbage, would otherwise set off collections that cost a third of the load time."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def parse_session_bytes(data: bytes, where: str = "session file") -> LoadedSession:
     """Parse a whole session file's bytes. See the module docstring for the rules."""
-    with _gc_paused():
+    with gc_paused():  # all of its objects stay alive: no cycle search meanwhile
         return _parse_session_bytes(data, where)
 
 

@@ -1,0 +1,63 @@
+"""Importing a vendor SDK: ``import_sdk`` (used by the providers and the idle warm-up thread)."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import threading
+import time
+
+import pytest
+
+from pisces.ai.providers import import_sdk
+
+SLOW_MODULE = '''
+import time
+started = True
+time.sleep(0.3)
+ready = "complete"
+'''
+
+
+@pytest.fixture
+def slow_module(tmp_path, monkeypatch):
+    """A module that takes 0.3 s to import and sets ``ready`` last, as an SDK's package sets its names."""
+    name = f"pisces_slow_sdk_{time.monotonic_ns()}"
+    (tmp_path / f"{name}.py").write_text(SLOW_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield name
+    sys.modules.pop(name, None)
+
+
+def test_a_second_importer_waits_for_the_first_to_finish(slow_module):
+    # The warm-up thread starts importing; the first request asks for the same SDK meanwhile.
+    warm = threading.Thread(target=import_sdk, args=(slow_module,))
+    warm.start()
+    deadline = time.monotonic() + 5
+    while slow_module not in sys.modules and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert slow_module in sys.modules, "the warm-up thread never started the import"
+    module = import_sdk(slow_module)
+    seen = getattr(module, "ready", None)  # what the request would use, before the warm-up is done
+    warm.join(5)
+    assert seen == "complete"
+
+
+def test_the_collector_is_paused_during_the_import_and_restored_after(tmp_path, monkeypatch):
+    name = f"pisces_gc_probe_{time.monotonic_ns()}"
+    (tmp_path / f"{name}.py").write_text("import gc\nenabled_during_import = gc.isenabled()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert gc.isenabled()
+    try:
+        module = import_sdk(name)
+    finally:
+        sys.modules.pop(name, None)
+    assert module.enabled_during_import is False
+    assert gc.isenabled()
+
+
+def test_a_missing_sdk_raises_module_not_found_with_its_name():
+    with pytest.raises(ModuleNotFoundError) as info:
+        import_sdk("pisces_no_such_sdk")
+    assert info.value.name == "pisces_no_such_sdk"
+    assert gc.isenabled()
