@@ -61,3 +61,29 @@ def test_a_missing_sdk_raises_module_not_found_with_its_name():
         import_sdk("pisces_no_such_sdk")
     assert info.value.name == "pisces_no_such_sdk"
     assert gc.isenabled()
+
+
+PREPARE_THEN_BUILD = '''
+import sys
+from pisces.ai.providers import get_provider, import_sdk, prepare
+prepare({api!r})
+before = set(sys.modules)
+{build}
+print(sorted(set(sys.modules) - before))
+'''
+
+
+@pytest.mark.parametrize("api, build", [
+    ("openai-completions", 'import_sdk("openai").AsyncOpenAI(api_key="k", base_url="http://127.0.0.1:1/v1")'),
+    ("openai-responses", 'import_sdk("openai").AsyncOpenAI(api_key="k", base_url="http://127.0.0.1:1/v1")'),
+    ("anthropic-messages", 'import_sdk("anthropic").AsyncAnthropic(api_key="k", base_url="http://127.0.0.1:1")'),
+    ("google-generative-ai", 'import_sdk("google.genai").Client(api_key="k")'),
+])
+def test_after_prepare_the_first_client_imports_nothing_more(api, build):
+    # What the idle warm-up thread does; a fresh interpreter, so nothing was imported before.
+    import subprocess
+
+    code = PREPARE_THEN_BUILD.format(api=api, build=build)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -74,3 +74,22 @@ def warm(api: str) -> None:
             import_sdk(sdk)
     except Exception:  # noqa: BLE001 - the real request reports the problem with context
         pass
+
+
+_prepared: set[str] = set()
+
+
+def prepare(api: str) -> None:
+    """``warm``, then, once per API, let the provider module build what its first request would build
+    (``prepare()``: an SDK client, whose construction loads the HTTP transport: another 40-60 ms).
+    For the idle warm-up thread; ``stream`` itself only calls ``warm``."""
+    warm(api)
+    if api in _prepared:
+        return
+    _prepared.add(api)
+    try:
+        hook = getattr(get_provider(api), "prepare", None)
+        if hook is not None:
+            hook()
+    except Exception:  # noqa: BLE001 - as in warm: the request reports it
+        pass

@@ -20,6 +20,7 @@ from typing import Any, AsyncIterator
 
 import msgspec
 
+from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import import_sdk
 from pisces.ai.providers._shared import (
     cached_client,
@@ -217,6 +218,12 @@ def _headers(model: Model, options: StreamOptions) -> dict[str, str]:
         headers.update(model.headers)
     headers.update(options.headers or {})
     return headers
+
+
+def prepare() -> None:
+    """Build (and drop) a client once, so that the first request finds the SDK's transport loaded."""
+    with gc_paused():
+        import_sdk("anthropic").AsyncAnthropic(api_key="unused", base_url="http://127.0.0.1")
 
 
 def _client(sdk: Any, model: Model, api_key: str, options: StreamOptions) -> Any:

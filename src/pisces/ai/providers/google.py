@@ -17,6 +17,7 @@ import re
 import time
 from typing import Any, AsyncIterator
 
+from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import import_sdk
 from pisces.ai.providers._shared import finish_usage, format_http_error, new_output
 from pisces.ai.providers._shared import (
@@ -227,6 +228,13 @@ def build_config(model: Model, context: Context, options: StreamOptions) -> dict
     if thinking is not None:
         config["thinking_config"] = thinking
     return config
+
+
+def prepare() -> None:
+    """Build (and drop) a client once, so that the first request finds the SDK's transport loaded."""
+    with gc_paused():
+        import_sdk("google.genai.types")
+        import_sdk("google.genai").Client(api_key="unused")
 
 
 def _client(genai: Any, types: Any, model: Model, api_key: str, options: StreamOptions) -> Any:

@@ -22,6 +22,7 @@ from typing import Any, AsyncIterator, Callable
 
 import msgspec
 
+from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import import_sdk
 from pisces.ai.providers._shared import (  # noqa: F401  (sanitize, transform_messages: also for openai_responses)
     finish_usage,
@@ -87,6 +88,12 @@ def get_client(model: Model, api_key: str) -> Any:
         client = AsyncOpenAI(api_key=api_key, base_url=model.baseUrl or None)
         per_loop[key] = client
     return client
+
+
+def prepare() -> None:
+    """Build (and drop) a client once, so that the first request finds the SDK's transport loaded."""
+    with gc_paused():
+        import_sdk("openai").AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1/v1")
 
 
 async def open_stream(model: Model, options: StreamOptions, path: str, body: dict[str, Any]) -> Any:

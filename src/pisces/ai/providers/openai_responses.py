@@ -30,6 +30,7 @@ from pisces.ai.providers.openai_completions import (
     map_thinking_level,
     max_output_tokens,
     open_stream,
+    prepare,  # noqa: F401  (the registry's warm-up hook: the same client as Chat Completions)
     sanitize,
     stream_error_message,
     transform_messages,

@@ -187,11 +187,11 @@ class RpcServer:
         if self._warmed:
             return
         self._warmed = True
-        from pisces.ai.providers import warm
+        from pisces.ai.providers import prepare
 
         api = getattr(self.session.model, "api", None)
         if api:
-            threading.Thread(target=warm, args=(api,), name="sdk-warm-up", daemon=True).start()
+            threading.Thread(target=prepare, args=(api,), name="sdk-warm-up", daemon=True).start()
 
     async def shutdown(self) -> None:
         """stdin closed: stop work in flight, flush the session, and let the process exit."""
