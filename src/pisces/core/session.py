@@ -354,14 +354,8 @@ class AgentSession:
             "followUpMode": self.agent.follow_up_mode,
             "interruptMode": self.agent.interrupt_mode,
             "queueMode": self.agent.steering_mode,
+            **self._identity(),
         }
-        path = self.store.get_session_file()
-        if path:
-            state["sessionFile"] = path
-        state["sessionId"] = self.store.get_session_id()
-        name = self.store.get_session_name()
-        if name:
-            state["sessionName"] = name
         state["autoCompactionEnabled"] = self.settings.compaction_enabled
         state["messageCount"] = len(self.agent.messages)
         state["pendingMessageCount"] = self.pending_count
@@ -369,11 +363,7 @@ class AgentSession:
         return state
 
     def session_stats(self) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        path = self.store.get_session_file()
-        if path:
-            data["sessionFile"] = path
-        data["sessionId"] = self.store.get_session_id()
+        data = self._identity(with_name=False)
         data.update(views.session_stats(self.agent.messages))
         usage = self.context_usage(brief=True)
         if usage is not None:
@@ -437,7 +427,7 @@ class AgentSession:
         """Rebuild the agent's messages, model and thinking level from the store's current leaf."""
         ctx = self.store.build_session_context()
         self.agent.replace_messages(ctx.messages)
-        self._context_unknown = bool(ctx.messages) and _ends_with_compaction(self.store)
+        self._context_unknown = bool(ctx.messages) and views.ends_with_compaction(self.store.get_branch())
         entries = self.store.get_entries()
         if not entries:
             model = self.agent.model
@@ -455,17 +445,21 @@ class AgentSession:
         else:
             self.store.append_thinking_level_change(self.agent.thinking_level)
 
-    def _session_changed(self, reason: str) -> None:
-        event: dict[str, Any] = {"type": "session_changed", "reason": reason}
+    def _identity(self, with_name: bool = True) -> dict[str, Any]:
+        """sessionFile (absent in memory), sessionId, sessionName (when named): get_state's order."""
+        ident: dict[str, Any] = {}
         path = self.store.get_session_file()
         if path:
-            event["sessionFile"] = path  # before sessionId, in get_state's order
-        event["sessionId"] = self.store.get_session_id()
-        name = self.store.get_session_name()
+            ident["sessionFile"] = path
+        ident["sessionId"] = self.store.get_session_id()
+        name = self.store.get_session_name() if with_name else None
         if name:
-            event["sessionName"] = name
-        event["messageCount"] = len(self.agent.messages)
-        self.emit(event)
+            ident["sessionName"] = name
+        return ident
+
+    def _session_changed(self, reason: str) -> None:
+        self.emit({"type": "session_changed", "reason": reason, **self._identity(),
+                   "messageCount": len(self.agent.messages)})
 
     async def _leave_current(self, hook: str, **details: Any) -> bool:
         """Run the cancellable hook, then stop work in flight. Returns True when a hook cancelled."""
@@ -607,17 +601,6 @@ class AgentSession:
         except asyncio.TimeoutError:
             pass
         self.store.close()
-
-
-def _ends_with_compaction(store: SessionManager) -> bool:
-    branch = store.get_branch()
-    for e in reversed(branch):
-        t = entry_type(e)
-        if t == "compaction":
-            return True
-        if t == "message" and isinstance(e.message, AssistantMessage) and e.message.stopReason != "error":
-            return False
-    return False
 
 
 def _summary(info: Any) -> dict[str, Any]:

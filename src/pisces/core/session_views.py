@@ -85,6 +85,18 @@ def estimate_context_tokens(messages: list[Any]) -> dict[str, Any]:
     return {"tokens": total, "usageTokens": 0, "trailingTokens": total, "lastUsageIndex": None}
 
 
+def ends_with_compaction(branch: list[Any]) -> bool:
+    """Whether the branch's last word is a compaction: no successful reply since, so the context size is
+    unknown until the next one reports its usage."""
+    for e in reversed(branch):
+        t = entry_type(e)
+        if t == "compaction":
+            return True
+        if t == "message" and isinstance(e.message, AssistantMessage) and e.message.stopReason != "error":
+            return False
+    return False
+
+
 def context_usage(messages: list[Any], model: Model, *, unknown: bool = False) -> dict[str, Any] | None:
     """``{tokens, contextWindow, percent}`` (plus the breakdown) or None when the window is unknown.
     ``unknown`` (right after a compaction, before a new reply) gives null tokens and percent, as pi."""
