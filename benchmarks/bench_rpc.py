@@ -188,9 +188,11 @@ def warm_up_prompt(h: RpcHarness, a: Any) -> None:
     a.wait_count("agent_end", n + 1, 120)
 
 
-def streamed_reply(h: RpcHarness, spec: AgentSpec, words: int, warm: bool = False) -> dict[str, float]:
-    """The reply in a fresh process right after get_state (as drive.py bench), or with ``warm`` after a
-    first one-word prompt in the same process."""
+def streamed_reply(h: RpcHarness, spec: AgentSpec, words: int, warm: bool = False,
+                   idle_s: float = 0.0) -> dict[str, float]:
+    """The reply in a fresh process right after get_state (as drive.py bench); with ``idle_s``, that long
+    after get_state (a person reading, then typing: time for an agent to warm up while idle); or with
+    ``warm`` after a first one-word prompt in the same process."""
     turns = [{"words": words, "usage": {"prompt_tokens": 1500, "completion_tokens": words}}]
     h.llm.set_script(([{"text": "ok"}] if warm else []) + turns)
     a = h.spawn(spec)
@@ -198,6 +200,7 @@ def streamed_reply(h: RpcHarness, spec: AgentSpec, words: int, warm: bool = Fals
         h.ok(a.request({"type": "get_state"}, 60))
         if warm:
             warm_up_prompt(h, a)
+        time.sleep(idle_s)
         with a.cond:
             start = len(a.records)
             first_out = len(a.out)
@@ -216,6 +219,9 @@ def streamed_reply(h: RpcHarness, spec: AgentSpec, words: int, warm: bool = Fals
             "rss_after_kb": a.rusage.ru_maxrss}
 
 
+IDLE_S = 1.0  # the pause before the first prompt in the "after start-up" figure
+
+
 def run(cfg: Config, res: Results, harness: RpcHarness) -> None:
     h = harness
     words = cfg.sizes.words
@@ -229,6 +235,10 @@ def run(cfg: Config, res: Results, harness: RpcHarness) -> None:
     f.detail["message_updates"] = {k: v.get("message_updates") for k, v in d.items()}
     res.add(h.figure(d, "stdout_bytes", "rpc_stdout_bytes", f"stdout bytes per prompt ({words} chunks)", "bytes"))
     res.add(h.figure(d, "rss_after_kb", "rpc_rss_after_reply_kib", f"peak RSS after {words}-chunk reply", "KiB"))
+    cfg.log(f"rpc: {words}-chunk streamed reply, first prompt {IDLE_S:g} s after start-up ({cfg.rounds} rounds)")
+    d = h.alternate(cfg.rounds, lambda s: streamed_reply(h, s, words, idle_s=IDLE_S))
+    res.add(h.figure(d, "reply_ms", "rpc_reply_after_idle_ms",
+                     f"{words}-chunk reply, first prompt {IDLE_S:g} s after start-up", "ms"))
     cfg.log(f"rpc: {words}-chunk streamed reply after a first prompt in the same process ({cfg.rounds} rounds)")
     d = h.alternate(cfg.rounds, lambda s: streamed_reply(h, s, words, warm=True))
     res.add(h.figure(d, "reply_ms", "rpc_reply_warm_ms", f"{words}-chunk reply, second prompt of the process",

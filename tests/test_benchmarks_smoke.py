@@ -38,8 +38,9 @@ def test_runner_tiny_json_has_expected_keys(runner, tmp_path, capsys):
     expected = {"list_sessions_ms", "session_open_ms", "grep_ms", "find_ms", "compaction_prepare_ms",
                 "export_file_ms"}
     if os.path.isfile(os.path.join(ROOT, "..", "shared", "conformance", "drive.py")):
-        expected |= {"rpc_startup_ms", "rpc_idle_rss_kib", "rpc_reply_ms", "rpc_stdout_bytes",
-                     "rpc_rss_after_reply_kib", "rpc_switch_session_ms", "rpc_export_html_ms", "rpc_compact_ms"}
+        expected |= {"rpc_startup_ms", "rpc_idle_rss_kib", "rpc_reply_ms", "rpc_reply_after_idle_ms",
+                     "rpc_stdout_bytes", "rpc_rss_after_reply_kib", "rpc_switch_session_ms", "rpc_export_html_ms",
+                     "rpc_compact_ms"}
     assert expected <= set(saved["figures"])
     for key in expected:
         fig = saved["figures"][key]
