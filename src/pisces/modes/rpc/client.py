@@ -24,14 +24,28 @@ import inspect
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import time
 import weakref
-from typing import Any, Callable, Iterable, TypedDict, Union
+from typing import Any, Callable, Iterable
 
 import msgspec
+
+# the client is split over client_*.py; every public name stays importable from here
+from pisces.modes.rpc.client_commands import RpcCommands
+from pisces.modes.rpc.client_events import Event, EventFilter, EventStream, _matcher, _remaining
+from pisces.modes.rpc.client_transport import STDERR_KEEP, STDERR_REPORT, _AgentProtocol
+from pisces.modes.rpc.client_types import (  # noqa: F401 - the TypedDicts are re-exported
+    BashResult,
+    CancelledResult,
+    ImageContent,
+    RpcClientError,
+    RpcCommandError,
+    RpcProcessExited,
+    RpcTimeoutError,
+    SessionState,
+)
 
 __all__ = [
     "RpcClient", "EventStream", "RpcClientError", "RpcCommandError", "RpcProcessExited", "RpcTimeoutError",
@@ -41,278 +55,7 @@ __all__ = [
 log = logging.getLogger("pisces.rpc.client")
 
 DEFAULT_COMMAND: list[str] = [sys.executable, "-m", "pisces", "--mode", "rpc"]
-STDERR_KEEP = 64 * 1024  # bytes of stderr kept
-STDERR_REPORT = 2048  # bytes of stderr quoted in an exit error
 _DEFAULT: Any = object()
-
-Event = dict[str, Any]
-EventFilter = Union[str, Iterable[str], Callable[[Event], bool], None]
-
-
-# -- errors -----------------------------------------------------------------------------------
-class RpcClientError(Exception):
-    """Anything that goes wrong on the client side: spawning, start-up, the process, timeouts."""
-
-
-class RpcCommandError(RpcClientError):
-    """The agent answered ``success:false``. ``error`` is its message, ``response`` the whole frame."""
-
-    def __init__(self, command: str, error: str, response: dict | None = None) -> None:
-        super().__init__(f"{command} failed: {error}")
-        self.command = command
-        self.error = error
-        self.response = response or {}
-
-
-class RpcProcessExited(RpcClientError):
-    """The agent process is gone (or closed its stdout). ``returncode`` is None if it is still running."""
-
-    def __init__(self, returncode: int | None, stderr_tail: str = "", *, stopped: bool = False,
-                 command: list[str] | None = None) -> None:
-        self.returncode = returncode
-        self.stderr_tail = stderr_tail
-        self.stopped = stopped
-        self.command = command
-        if stopped:
-            what = "the agent process was stopped"
-        elif returncode is None:
-            what = "the agent process closed its stdout"
-        elif returncode < 0:
-            try:
-                name = signal.Signals(-returncode).name
-            except ValueError:
-                name = f"signal {-returncode}"
-            what = f"the agent process was killed by {name} (exit status {returncode})"
-        else:
-            what = f"the agent process exited with status {returncode}"
-        if command:
-            what += f" [{' '.join(command)}]"
-        if stderr_tail.strip():
-            what += f"; stderr ends with:\n{stderr_tail.rstrip()}"
-        else:
-            what += "; stderr was empty"
-        super().__init__(what)
-
-
-class RpcTimeoutError(RpcClientError, TimeoutError):
-    """A call or wait did not finish within its timeout (the agent is still running)."""
-
-
-# -- shapes, for documentation ---------------------------------------------------------------
-class ImageContent(TypedDict):
-    type: str  # "image"
-    data: str  # base64
-    mimeType: str
-
-
-class CancelledResult(TypedDict):
-    cancelled: bool
-
-
-class BashResult(TypedDict, total=False):
-    output: str
-    exitCode: int
-    cancelled: bool
-    truncated: bool
-    fullOutputPath: str
-
-
-class SessionState(TypedDict, total=False):
-    model: dict
-    thinkingLevel: str
-    isStreaming: bool
-    isCompacting: bool
-    steeringMode: str
-    followUpMode: str
-    sessionFile: str
-    sessionId: str
-    sessionName: str
-    autoCompactionEnabled: bool
-    messageCount: int
-    pendingMessageCount: int
-
-
-# -- event streams -----------------------------------------------------------------------------
-class EventStream:
-    """One subscriber's queue of events, open from creation until ``close()`` or the process's end.
-
-    ``async for event in stream`` ends when the process is gone (after the queued events). At most
-    ``maxsize`` events are kept: past that the oldest are dropped (counted in ``dropped``).
-    """
-
-    def __init__(self, client: "RpcClient", types: EventFilter = None, maxsize: int | None = 100_000) -> None:
-        self._client = client
-        self._match = _matcher(types)
-        self._queue: collections.deque[Event] = collections.deque()
-        self._maxsize = maxsize
-        self._waiter: asyncio.Future | None = None
-        self._ended = False
-        self._closed = False
-        self.dropped = 0
-
-    def _push(self, event: Event) -> None:
-        if self._closed or (self._match is not None and not self._match(event)):
-            return
-        if self._maxsize and len(self._queue) >= self._maxsize:
-            self._queue.popleft()
-            self.dropped += 1
-        self._queue.append(event)
-        self._wake()
-
-    def _end(self) -> None:
-        self._ended = True
-        self._wake()
-
-    def _wake(self) -> None:
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def next(self, timeout: float | None = None) -> Event | None:
-        """The next event; None once the stream is closed or the process is gone and the queue is empty.
-
-        Raises RpcTimeoutError if nothing arrives within ``timeout`` seconds.
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if self._queue:
-                return self._queue.popleft()
-            if self._ended or self._closed:
-                return None
-            remaining = _remaining(deadline)
-            if remaining == 0:
-                raise RpcTimeoutError(f"no event within {timeout:g} s")
-            waiter = self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await asyncio.wait_for(waiter, remaining)
-            except asyncio.TimeoutError:
-                pass  # checked at the top of the loop
-            finally:
-                if self._waiter is waiter:
-                    self._waiter = None
-
-    async def get(self, timeout: float | None = None) -> Event:
-        """The next event; raises the process's exit error once the process is gone (RpcTimeoutError on timeout)."""
-        event = await self.next(timeout)
-        if event is None:
-            raise self._client._exit_exception() if self._ended else RpcClientError("the event stream is closed")
-        return event
-
-    def get_nowait(self) -> Event | None:
-        return self._queue.popleft() if self._queue else None
-
-    def pending(self) -> list[Event]:
-        """Take every event already queued."""
-        items = list(self._queue)
-        self._queue.clear()
-        return items
-
-    def close(self) -> None:
-        self._closed = True
-        self._client._streams.discard(self)
-        self._wake()
-
-    def __aiter__(self) -> "EventStream":
-        return self
-
-    async def __anext__(self) -> Event:
-        event = await self.next()
-        if event is None:
-            raise StopAsyncIteration
-        return event
-
-    def __enter__(self) -> "EventStream":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "EventStream":
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        self.close()
-
-
-def _matcher(types: EventFilter) -> Callable[[Event], bool] | None:
-    if types is None:
-        return None
-    if callable(types):
-        return types
-    wanted = {types} if isinstance(types, str) else set(types)
-    return lambda event: event.get("type") in wanted
-
-
-# -- the process's protocol ----------------------------------------------------------------------
-class _AgentProtocol(asyncio.SubprocessProtocol):
-    def __init__(self, client: "RpcClient") -> None:
-        self.client = client
-        self.buf = bytearray()
-        self.stderr = bytearray()
-        self.paused = False
-        self.drain_waiters: list[asyncio.Future] = []
-        self.stdin_lost: BaseException | None = None
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        if fd == 1:
-            self._split(data)
-        elif fd == 2:
-            self.stderr += data
-            if len(self.stderr) > 2 * STDERR_KEEP:
-                del self.stderr[:-STDERR_KEEP]
-
-    def _split(self, data: bytes) -> None:
-        start = 0
-        while True:
-            nl = data.find(b"\n", start)
-            if nl < 0:
-                if start < len(data):
-                    self.buf += data[start:] if start else data
-                return
-            if self.buf:
-                self.buf += data[start:nl]
-                line = bytes(self.buf)
-                self.buf.clear()
-            else:
-                line = data[start:nl]
-            start = nl + 1
-            self.client._handle_line(line)
-
-    def pipe_connection_lost(self, fd: int, exc: BaseException | None) -> None:
-        if fd == 0:
-            self.stdin_lost = exc or BrokenPipeError("the agent's stdin is closed")
-            self.resume_writing()
-        elif fd == 1:
-            if self.buf:  # the last line may lack its newline
-                line = bytes(self.buf)
-                self.buf.clear()
-                self.client._handle_line(line)
-            self.client._stdout_closed.set()
-            self.client._begin_finish()
-        elif fd == 2:
-            self.client._stderr_closed.set()
-
-    def process_exited(self) -> None:
-        self.client._exited.set()
-        self.client._begin_finish()
-
-    def pause_writing(self) -> None:
-        self.paused = True
-
-    def resume_writing(self) -> None:
-        self.paused = False
-        waiters, self.drain_waiters = self.drain_waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-
-    async def drain(self) -> None:
-        if self.paused and self.stdin_lost is None:
-            waiter = asyncio.get_running_loop().create_future()
-            self.drain_waiters.append(waiter)
-            await waiter
-        if self.stdin_lost is not None:
-            raise BrokenPipeError(str(self.stdin_lost))
 
 
 _decode = msgspec.json.Decoder().decode
@@ -321,7 +64,7 @@ _SETTLE_TYPES = frozenset({"agent_settled", "agent_end", "auto_retry_end", "comp
 
 
 # -- the client ----------------------------------------------------------------------------------
-class RpcClient:
+class RpcClient(RpcCommands):
     """Drive a pi-compatible agent over stdin/stdout.
 
     ``command`` defaults to ``[sys.executable, "-m", "pisces", "--mode", "rpc"]``; ``args`` are appended.
@@ -770,152 +513,6 @@ class RpcClient:
                     pass
                 stream.pending()
 
-    # -- typed commands ------------------------------------------------------------------------------
-    async def prompt(self, message: str, images: list[ImageContent] | None = None,
-                     streaming_behavior: str | None = None) -> None:
-        """Start a run (answered once accepted; the run's events follow). While streaming, pass
-        ``streaming_behavior`` "steer" or "followUp" to queue the message."""
-        return await self._call("prompt", message=message, images=images, streamingBehavior=streaming_behavior)
-
-    async def steer(self, message: str, images: list[ImageContent] | None = None) -> None:
-        return await self._call("steer", message=message, images=images)
-
-    async def follow_up(self, message: str, images: list[ImageContent] | None = None) -> None:
-        return await self._call("follow_up", message=message, images=images)
-
-    async def abort(self) -> None:
-        """Abort the run; answered once the agent is idle (after ``agent_end``)."""
-        return await self._call("abort")
-
-    async def abort_and_prompt(self, message: str, images: list[ImageContent] | None = None) -> None:
-        return await self._call("abort_and_prompt", message=message, images=images)
-
-    async def new_session(self, parent_session: str | None = None) -> CancelledResult:
-        return await self._call("new_session", parentSession=parent_session)
-
-    async def get_state(self) -> SessionState:
-        return await self._call("get_state")
-
-    async def get_messages(self) -> dict:
-        """``{"messages": [AgentMessage, ...]}``"""
-        return await self._call("get_messages")
-
-    async def set_model(self, provider: str, model_id: str) -> dict:
-        """Returns the Model; RpcCommandError "Model not found: provider/id"."""
-        return await self._call("set_model", provider=provider, modelId=model_id)
-
-    async def cycle_model(self) -> dict | None:
-        """``{"model", "thinkingLevel", "isScoped"}``, or None with at most one model."""
-        return await self._call("cycle_model")
-
-    async def get_available_models(self) -> dict:
-        """``{"models": [Model, ...]}``"""
-        return await self._call("get_available_models")
-
-    async def set_thinking_level(self, level: str) -> None:
-        return await self._call("set_thinking_level", level=level)
-
-    async def cycle_thinking_level(self) -> dict | None:
-        """``{"level": ...}``, or None for a model without reasoning."""
-        return await self._call("cycle_thinking_level")
-
-    async def set_steering_mode(self, mode: str) -> None:
-        """``"all"`` or ``"one-at-a-time"``."""
-        return await self._call("set_steering_mode", mode=mode)
-
-    async def set_follow_up_mode(self, mode: str) -> None:
-        """``"all"`` or ``"one-at-a-time"``."""
-        return await self._call("set_follow_up_mode", mode=mode)
-
-    async def set_interrupt_mode(self, mode: str) -> None:
-        """``"immediate"`` or ``"wait"``."""
-        return await self._call("set_interrupt_mode", mode=mode)
-
-    async def compact(self, custom_instructions: str | None = None) -> dict:
-        """``{"summary", "firstKeptEntryId", "tokensBefore", "details"}``"""
-        return await self._call("compact", customInstructions=custom_instructions)
-
-    async def set_auto_compaction(self, enabled: bool) -> None:
-        return await self._call("set_auto_compaction", enabled=enabled)
-
-    async def set_auto_retry(self, enabled: bool) -> None:
-        return await self._call("set_auto_retry", enabled=enabled)
-
-    async def abort_retry(self) -> None:
-        return await self._call("abort_retry")
-
-    async def bash(self, command: str) -> BashResult:
-        return await self._call("bash", command=command)
-
-    async def abort_bash(self) -> None:
-        return await self._call("abort_bash")
-
-    async def get_session_stats(self) -> dict:
-        return await self._call("get_session_stats")
-
-    async def export_html(self, output_path: str | None = None) -> dict:
-        """``{"path": ...}``"""
-        return await self._call("export_html", outputPath=output_path)
-
-    async def switch_session(self, path: str) -> CancelledResult:
-        return await self._call("switch_session", sessionPath=path)
-
-    async def fork(self, entry_id: str) -> dict:
-        """``{"text", "cancelled"}``; ``entry_id`` must be a user message entry."""
-        return await self._call("fork", entryId=entry_id)
-
-    async def get_fork_messages(self) -> dict:
-        """``{"messages": [{"entryId", "text"}, ...]}``"""
-        return await self._call("get_fork_messages")
-
-    async def clone(self) -> CancelledResult:
-        return await self._call("clone")
-
-    async def get_last_assistant_text(self) -> dict:
-        """``{"text": ...}``, or ``{}`` when there is no assistant message."""
-        return await self._call("get_last_assistant_text")
-
-    async def set_session_name(self, name: str) -> None:
-        return await self._call("set_session_name", name=name)
-
-    async def get_commands(self) -> dict:
-        """``{"commands": [{"name", "description"?, "source", "sourceInfo"}, ...]}``"""
-        return await self._call("get_commands")
-
-    async def list_sessions(self, scope: str = "cwd", session_dir: str | None = None) -> dict:
-        """``{"sessions": [...]}``; ``scope`` is "cwd" or "all"."""
-        return await self._call("list_sessions", scope=scope, sessionDir=session_dir)
-
-    async def get_session_tree(self) -> dict:
-        """``{"leafId", "nodes": [{"entry", "children"}, ...]}``"""
-        return await self._call("get_session_tree")
-
-    async def navigate_tree(self, target_id: str, summarize: bool = False, custom_instructions: str | None = None,
-                            replace_instructions: bool = False, label: str | None = None) -> dict:
-        """``{"cancelled", "editorText"?}``"""
-        return await self._call("navigate_tree", targetId=target_id, summarize=summarize or None,
-                                customInstructions=custom_instructions,
-                                replaceInstructions=replace_instructions or None, label=label)
-
-    async def set_entry_label(self, target_id: str, label: str | None = None) -> None:
-        return await self._call("set_entry_label", targetId=target_id, label=label)
-
-    async def get_context_usage(self) -> dict:
-        """``{"usage": {"tokens", "contextWindow", "percent", ...}}`` or ``{}``."""
-        return await self._call("get_context_usage")
-
-    async def get_tools(self) -> dict:
-        """``{"activeToolNames": [...], "allTools": [{"name", "description", "parameters"}, ...]}``"""
-        return await self._call("get_tools")
-
-    async def set_active_tools(self, names: list[str]) -> dict:
-        """``{"activeToolNames": [...]}``"""
-        return await self._call("set_active_tools", toolNames=list(names))
-
-    async def clear_queue(self) -> dict:
-        """``{"steering": [...], "followUp": [...]}``: the messages taken off the queues."""
-        return await self._call("clear_queue")
-
     def __repr__(self) -> str:
         state = "not started" if self._transport is None else ("running" if self.is_running else "exited")
         return f"<RpcClient {' '.join(self.command)!r} pid={self.pid} {state}>"
@@ -929,10 +526,6 @@ def __getattr__(name: str) -> Any:  # ``from pisces.modes.rpc.client import Sync
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _remaining(deadline: float | None) -> float | None:
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-
 async def _wait_event(event: asyncio.Event, timeout: float | None) -> bool:
     if event.is_set():
         return True
@@ -941,4 +534,3 @@ async def _wait_event(event: asyncio.Event, timeout: float | None) -> bool:
         return True
     except asyncio.TimeoutError:
         return False
-

@@ -132,6 +132,7 @@ def _blocking(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return method
 
 
-for _name, _fn in vars(RpcClient).items():
+# RpcClient's own methods and those it inherits (the typed commands are in RpcCommands)
+for _name, _fn in {k: v for cls in reversed(RpcClient.__mro__) for k, v in vars(cls).items()}.items():
     if not _name.startswith("_") and _name not in _EXPLICIT and inspect.iscoroutinefunction(_fn):
         setattr(SyncRpcClient, _name, _blocking(_name, _fn))
