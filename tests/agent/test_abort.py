@@ -7,67 +7,23 @@ import asyncio
 import time
 
 import pytest
+from agent_helpers import Recorder, run_with, sleep_unless_aborted, text_of, user
 
 from pisces.agent.agent import Agent
 from pisces.agent.types import (
     AgentEndEvent,
     AgentTool,
     AgentToolResult,
-    MessageUpdateEvent,
     ToolError,
     ToolExecutionEndEvent,
     TurnEndEvent,
 )
 from pisces.ai.models import FAUX_MODELS
-from pisces.ai.types import TextContent, ThinkingContent, ToolCall, UserMessage, event_type
+from pisces.ai.types import TextContent, ThinkingContent, ToolCall, event_type
 
 MODEL = FAUX_MODELS[0]
 LONG = "This is a slow streamed answer. " * 20
 SLOW = {"text": LONG, "chunkSize": 6, "delayMs": 10}
-
-
-def user(text: str) -> UserMessage:
-    return UserMessage(content=[TextContent(text=text)])
-
-
-def text_of(message) -> str:
-    return "".join(b.text for b in message.content if isinstance(b, TextContent))
-
-
-def label(ev) -> str:
-    t = event_type(ev)
-    if t == "message_update":
-        return f"update:{event_type(ev.assistantMessageEvent)}"
-    if t in ("message_start", "message_end"):
-        return f"{t}:{event_type(ev.message)}"
-    if t.startswith("tool_execution"):
-        return f"{t}:{ev.toolCallId}"
-    return t
-
-
-class Recorder:
-    def __init__(self, agent: Agent) -> None:
-        self.events: list = []
-        self._waiters: list[tuple] = []
-        agent.subscribe(self._on)
-
-    def _on(self, ev) -> None:
-        self.events.append(ev)
-        for pred, fut in list(self._waiters):
-            if not fut.done() and pred(ev):
-                fut.set_result(ev)
-
-    def when(self, pred) -> asyncio.Future:
-        fut = asyncio.get_running_loop().create_future()
-        self._waiters.append((pred, fut))
-        return fut
-
-    def labels(self) -> list[str]:
-        return [label(e) for e in self.events]
-
-    def deltas(self, kind: str = "text_delta") -> str:
-        return "".join(e.assistantMessageEvent.delta for e in self.events
-                       if isinstance(e, MessageUpdateEvent) and event_type(e.assistantMessageEvent) == kind)
 
 
 def nth_update(kind: str, n: int):
@@ -96,27 +52,22 @@ class WaitForAbortTool(AgentTool):
     async def execute(self, tool_call_id, params, signal, on_update):
         self.started += 1
         on_update(AgentToolResult(content=[]))
-        woke = asyncio.Event()
-        remove = signal.add_listener(woke.set)
-        try:
-            await asyncio.wait_for(woke.wait(), 10)
-        except asyncio.TimeoutError:
+        if not await sleep_unless_aborted(signal, 10):
             return AgentToolResult(content=[TextContent(text="done")])
-        finally:
-            remove()
         self.saw_abort.append(tool_call_id)
         raise ToolError("Command aborted")
 
 
 async def abort_when(agent: Agent, rec: Recorder, prompt: str, pred) -> tuple[list, float]:
     """Prompt, abort once ``pred`` matches, return (produced, seconds from abort to the run's end)."""
-    hit = rec.when(pred)
-    task = asyncio.create_task(agent.prompt([user(prompt)]))
-    await asyncio.wait_for(hit, 2.0)
-    t0 = time.monotonic()
-    agent.abort()
-    produced = await asyncio.wait_for(task, 2.0)
-    return produced, time.monotonic() - t0
+    aborted_at: list[float] = []
+
+    def abort() -> None:
+        aborted_at.append(time.monotonic())
+        agent.abort()
+
+    produced = await run_with(agent, rec, prompt, pred=pred, action=abort, timeout=2.0)
+    return produced, time.monotonic() - aborted_at[0]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import asyncio
 
 import msgspec
 import pytest
+from agent_helpers import Recorder, label, sleep_unless_aborted, text_of, user
 
 from pisces.agent.agent import Agent, AgentBusyError
 from pisces.agent.types import (
@@ -27,42 +28,10 @@ from pisces.ai.types import (
     ToolCall,
     ToolResultMessage,
     UNSET,
-    UserMessage,
     event_type,
 )
 
 MODEL = FAUX_MODELS[0]
-
-
-def user(text: str) -> UserMessage:
-    return UserMessage(content=[TextContent(text=text)])
-
-
-def label(ev) -> str:
-    t = event_type(ev)
-    if t == "message_update":
-        return f"update:{event_type(ev.assistantMessageEvent)}"
-    if t in ("message_start", "message_end"):
-        return f"{t}:{event_type(ev.message)}"
-    if t.startswith("tool_execution"):
-        return f"{t}:{ev.toolCallId}"
-    return t
-
-
-def text_of(message) -> str:
-    return "".join(b.text for b in message.content if isinstance(b, TextContent))
-
-
-class Recorder:
-    def __init__(self, agent: Agent) -> None:
-        self.events: list = []
-        agent.subscribe(self.events.append)
-
-    def labels(self) -> list[str]:
-        return [label(e) for e in self.events]
-
-    def of(self, cls) -> list:
-        return [e for e in self.events if isinstance(e, cls)]
 
 
 class SleepTool(AgentTool):
@@ -77,15 +46,9 @@ class SleepTool(AgentTool):
 
     async def execute(self, tool_call_id, params, signal, on_update):
         self.log.append(("start", tool_call_id))
-        woke = asyncio.Event()
-        remove = signal.add_listener(woke.set)
-        try:
-            await asyncio.wait_for(woke.wait(), params["ms"] / 1000)
-        except asyncio.TimeoutError:
+        if not await sleep_unless_aborted(signal, params["ms"] / 1000):
             self.log.append(("end", tool_call_id))
             return AgentToolResult(content=[TextContent(text=f"slept {params['ms']}")])
-        finally:
-            remove()
         self.log.append(("aborted", tool_call_id))
         raise ToolError("Command aborted")
 

@@ -3,10 +3,11 @@ pi-0.73.1/11_streaming_queue and spec 000 "Prompt/Queue Concurrency and Ordering
 
 from __future__ import annotations
 
-import asyncio
 import time
 
+import agent_helpers
 import pytest
+from agent_helpers import run_with, sleep_unless_aborted, text_of, user
 
 from pisces.agent.agent import Agent
 from pisces.agent.loop import SKIPPED_FOR_STEERING
@@ -20,30 +21,10 @@ from pisces.agent.types import (
     TurnEndEvent,
 )
 from pisces.ai.models import FAUX_MODELS
-from pisces.ai.types import TextContent, ToolResultMessage, UserMessage, event_type
+from pisces.ai.types import TextContent, ToolResultMessage, event_type
 
 MODEL = FAUX_MODELS[0]
 SLOW_TEXT = {"text": "This is a slow streamed answer that takes a while.", "chunkSize": 8, "delayMs": 15}
-
-
-def user(text: str) -> UserMessage:
-    return UserMessage(content=[TextContent(text=text)])
-
-
-def text_of(message) -> str:
-    return "".join(b.text for b in message.content if isinstance(b, TextContent))
-
-
-def label(ev) -> str:
-    t = event_type(ev)
-    if t == "message_update":
-        return f"update:{event_type(ev.assistantMessageEvent)}"
-    if t in ("message_start", "message_end"):
-        m = ev.message
-        return f"{t}:{event_type(m)}" + (f":{text_of(m)}" if event_type(m) == "user" else "")
-    if t.startswith("tool_execution"):
-        return f"{t}:{ev.toolCallId}"
-    return t
 
 
 def tails(requests) -> list[list[str]]:
@@ -59,25 +40,8 @@ def tails(requests) -> list[list[str]]:
     return out
 
 
-class Recorder:
-    def __init__(self, agent: Agent) -> None:
-        self.events: list = []
-        self._waiters: list[tuple] = []
-        agent.subscribe(self._on)
-
-    def _on(self, ev) -> None:
-        self.events.append(ev)
-        for pred, fut in list(self._waiters):
-            if not fut.done() and pred(ev):
-                fut.set_result(ev)
-
-    def when(self, pred) -> asyncio.Future:
-        fut = asyncio.get_running_loop().create_future()
-        self._waiters.append((pred, fut))
-        return fut
-
-    def labels(self) -> list[str]:
-        return [label(e) for e in self.events]
+class Recorder(agent_helpers.Recorder):
+    user_text = True  # labels name the user messages' text: "message_start:user:steer one"
 
 
 def is_update(kind: str):
@@ -97,26 +61,11 @@ class SleepTool(AgentTool):
         self.log: list[tuple[str, str]] = []
 
     async def execute(self, tool_call_id, params, signal, on_update):
-        woke = asyncio.Event()
-        remove = signal.add_listener(woke.set)
-        try:
-            await asyncio.wait_for(woke.wait(), params["ms"] / 1000)
-        except asyncio.TimeoutError:
+        if not await sleep_unless_aborted(signal, params["ms"] / 1000):
             self.log.append(("done", tool_call_id))
             return AgentToolResult(content=[TextContent(text=f"slept {params['ms']}")])
-        finally:
-            remove()
         self.log.append(("saw abort", tool_call_id))
         raise ToolError("Command aborted")
-
-
-async def run_with(agent: Agent, rec: Recorder, prompt: str, *, pred, action) -> list:
-    """Start a prompt, run ``action`` once ``pred`` matches an event, and finish the run."""
-    hit = rec.when(pred)
-    task = asyncio.create_task(agent.prompt([user(prompt)]))
-    await asyncio.wait_for(hit, 2.0)
-    action()
-    return await asyncio.wait_for(task, 5.0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@ scripted SSE server."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -11,13 +10,14 @@ import time
 
 import msgspec
 import pytest
+from provider_helpers import abort_soon_after_text_deltas, context_factory, options_factory
+from provider_helpers import run_summary as run
 from scripted_server import DROP, Reply, Stall
 
 from pisces.ai.abort import AbortSignal
 from pisces.ai.stream import stream
 from pisces.ai.types import (
     AssistantMessage,
-    Context,
     ImageContent,
     Model,
     ModelCost,
@@ -44,31 +44,8 @@ def make_model(server, **kw) -> Model:
     return Model(**base)
 
 
-def opts(**kw) -> StreamOptions:
-    kw.setdefault("apiKey", "test-key")
-    kw.setdefault("maxRetries", 0)
-    return StreamOptions(**kw)
-
-
-def user(text: str) -> UserMessage:
-    return UserMessage(content=[TextContent(text=text)], timestamp=1)
-
-
-def ctx(*messages, system: str | None = "You are terse.", tools=None) -> Context:
-    c = Context(messages=list(messages) or [user("Hi")])
-    if system is not None:
-        c.systemPrompt = system
-    if tools is not None:
-        c.tools = tools
-    return c
-
-
-async def run(model, context, options):
-    events = []
-    async for ev in stream(model, context, options):
-        events.append(ev)
-    final = events[-1].message if event_type(events[-1]) == "done" else events[-1].error
-    return [event_type(e) for e in events], events, final
+opts = options_factory("test-key")
+user, ctx = context_factory("You are terse.", user_timestamp=1, default_prompt="Hi")
 
 
 def msg_start(mid="msg_1", input_tokens=28, output_tokens=1, cache_read=0, cache_write=0, model="scripted-claude"):
@@ -454,13 +431,8 @@ async def test_abort_mid_stream(server):
     server.push(Reply.sse([msg_start(), block_start(0, {"type": "text", "text": ""}), text_delta(0, "partial"),
                            Stall(5), text_delta(0, " never"), block_stop(0), msg_delta(), MSG_STOP], named=True))
     signal = AbortSignal()
-    types = []
     t0 = time.monotonic()
-    async for ev in stream(make_model(server), ctx(), opts(signal=signal)):
-        types.append(event_type(ev))
-        if types[-1] == "text_delta":
-            asyncio.get_running_loop().call_later(0.05, signal.abort)
-        last = ev
+    types, last = await abort_soon_after_text_deltas(make_model(server), ctx(), opts(signal=signal), signal)
     assert time.monotonic() - t0 < 2
     assert types == ["start", "text_start", "text_delta", "text_end", "error"]
     assert last.reason == "aborted"

@@ -6,12 +6,12 @@ import json
 import time
 
 import pytest
+from provider_helpers import final, kinds
 
 from pisces.ai.models import FAUX_MODELS
 from pisces.ai.providers.faux import FauxScript, demo_response, use_demo
 from pisces.ai.stream import stream
 from pisces.ai.types import (
-    AssistantMessage,
     Context,
     StreamOptions,
     TextContent,
@@ -31,15 +31,6 @@ def ctx(text: str = "hello there") -> Context:
 
 async def run(context: Context | None = None, options: StreamOptions | None = None) -> list:
     return [ev async for ev in stream(FAUX, context or ctx(), options)]
-
-
-def kinds(events: list) -> list[str]:
-    return [event_type(ev) for ev in events]
-
-
-def final(events: list) -> AssistantMessage:
-    ev = events[-1]
-    return ev.message if event_type(ev) == "done" else ev.error
 
 
 async def test_text_is_streamed_in_chunks(faux):

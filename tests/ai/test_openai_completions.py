@@ -10,13 +10,12 @@ import time
 
 import msgspec
 import pytest
+from provider_helpers import PNG, ZERO_USAGE, brief, collect, context_factory, final, kinds, options_factory
 from scripted_server import DROP, Reply, Stall
 
 from pisces.ai.abort import AbortSignal
-from pisces.ai.stream import stream
 from pisces.ai.types import (
     AssistantMessage,
-    Context,
     ImageContent,
     Model,
     ModelCost,
@@ -26,12 +25,9 @@ from pisces.ai.types import (
     Tool,
     ToolCall,
     ToolResultMessage,
-    Usage,
     UserMessage,
     event_type,
 )
-
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
 
 def make_model(server, **kw) -> Model:
@@ -62,56 +58,16 @@ def usage_chunk(prompt: int, completion: int, cached: int = 0, cid: str = "chatc
             "usage": usage}
 
 
-def user(text: str) -> UserMessage:
-    return UserMessage(content=[TextContent(text=text)])
-
-
-def ctx(*messages, system: str = "You are a test.", tools=None) -> Context:
-    c = Context(systemPrompt=system, messages=list(messages))
-    if tools is not None:
-        c.tools = tools
-    return c
-
-
-def opts(**kw) -> StreamOptions:
-    kw.setdefault("apiKey", "scripted-key")
-    kw.setdefault("maxRetries", 0)
-    return StreamOptions(**kw)
+opts = options_factory("scripted-key")
+user, ctx = context_factory("You are a test.")
 
 
 async def run(model, context, options=None, on_event=None):
-    events = []
-    async for ev in stream(model, context, options or opts()):
-        events.append(ev)
-        if on_event is not None:
-            on_event(ev, events)
-    return events
-
-
-def kinds(events) -> list[str]:
-    return [event_type(e) for e in events]
-
-
-def brief(events) -> list[dict]:
-    """The comparable part of each update (no partial), as the conformance notes recommend."""
-    out = []
-    for e in events[1:-1]:
-        d = msgspec.to_builtins(e)
-        d.pop("partial", None)
-        out.append(d)
-    return out
-
-
-def final(events) -> AssistantMessage:
-    last = events[-1]
-    return last.message if event_type(last) == "done" else last.error
+    return await collect(model, context, options or opts(), on_event)
 
 
 def usage_dict(msg: AssistantMessage) -> dict:
     return msgspec.to_builtins(msg.usage)
-
-
-ZERO_USAGE = msgspec.to_builtins(Usage())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,14 +7,13 @@ import time
 
 import msgspec
 import pytest
+from provider_helpers import PNG, ZERO_USAGE, brief, collect, context_factory, final, kinds, options_factory
 from scripted_server import DROP, Reply, Stall
 
 from pisces.ai.abort import AbortSignal
 from pisces.ai.providers.openai_responses import short_hash
-from pisces.ai.stream import stream
 from pisces.ai.types import (
     AssistantMessage,
-    Context,
     ImageContent,
     Model,
     ModelCost,
@@ -24,13 +23,9 @@ from pisces.ai.types import (
     Tool,
     ToolCall,
     ToolResultMessage,
-    Usage,
     UserMessage,
     event_type,
 )
-
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-ZERO_USAGE = msgspec.to_builtins(Usage())
 
 
 def make_model(server, **kw) -> Model:
@@ -42,48 +37,12 @@ def make_model(server, **kw) -> Model:
     return Model(**base)
 
 
-def opts(**kw) -> StreamOptions:
-    kw.setdefault("apiKey", "sk-test")
-    kw.setdefault("maxRetries", 0)
-    return StreamOptions(**kw)
-
-
-def ctx(*messages, system: str = "You are a test.", tools=None) -> Context:
-    c = Context(systemPrompt=system, messages=list(messages))
-    if tools is not None:
-        c.tools = tools
-    return c
-
-
-def user(text: str) -> UserMessage:
-    return UserMessage(content=[TextContent(text=text)])
+opts = options_factory("sk-test")
+user, ctx = context_factory("You are a test.")
 
 
 async def run(model, context, options=None, on_event=None):
-    events = []
-    async for ev in stream(model, context, options or opts()):
-        events.append(ev)
-        if on_event is not None:
-            on_event(ev, events)
-    return events
-
-
-def kinds(events) -> list[str]:
-    return [event_type(e) for e in events]
-
-
-def brief(events) -> list[dict]:
-    out = []
-    for e in events[1:-1]:
-        d = msgspec.to_builtins(e)
-        d.pop("partial", None)
-        out.append(d)
-    return out
-
-
-def final(events) -> AssistantMessage:
-    last = events[-1]
-    return last.message if event_type(last) == "done" else last.error
+    return await collect(model, context, options or opts(), on_event)
 
 
 # --- Responses API events --------------------------------------------------------------------

@@ -18,6 +18,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import fake_providers  # noqa: E402
 from fake_providers import API, LOG, model  # noqa: E402
+from provider_helpers import final, kinds  # noqa: E402
 
 from pisces.ai.abort import AbortSignal  # noqa: E402
 from pisces.ai.models import FAUX_MODELS  # noqa: E402
@@ -54,19 +55,10 @@ async def collect(m: Model, options: StreamOptions | None = None, context: Conte
     return [ev async for ev in stream(m, context or ctx(), options)]
 
 
-def kinds(events: list) -> list[str]:
-    return [event_type(ev) for ev in events]
-
-
 def assert_one_terminal(events: list) -> None:
     ks = kinds(events)
     assert sum(k in TERMINAL for k in ks) == 1, ks
     assert ks[-1] in TERMINAL, ks
-
-
-def final(events: list):
-    ev = events[-1]
-    return ev.message if event_type(ev) == "done" else ev.error
 
 
 async def abort_after(signal: AbortSignal, delay: float) -> None:
