@@ -9,44 +9,49 @@ error message leaves the in-memory context (the file keeps it), the back-off sle
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from typing import Any
 
 from pisces.ai.types import AssistantMessage
 
 # pi's pattern for errors worth retrying
-RETRYABLE = re.compile(
+RETRYABLE_PATTERN = (
     r"overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504|"
     r"service.?unavailable|server.?error|internal.?error|network.?error|connection.?error|"
     r"connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed|fetch failed|"
     r"upstream.?connect|reset before headers|socket hang up|ended without|"
-    r"http2 request did not get a response|timed? out|timeout|terminated|retry delay",
-    re.I,
+    r"http2 request did not get a response|timed? out|timeout|terminated|retry delay"
 )
 # Errors that mean the context is too long: compaction handles those, never a retry.
-OVERFLOW = re.compile(
+OVERFLOW_PATTERN = (
     r"prompt is too long|exceeds the context window|maximum context length is \d+ tokens|"
     r"context[_ ]length[_ ]exceeded|too many tokens|input is too long|exceeds the maximum|"
-    r"reduce the length of the messages|context window",
-    re.I,
+    r"reduce the length of the messages|context window"
 )
-_RETRY_AFTER = re.compile(r"retry[- ]after[:= ]+(\d+(?:\.\d+)?)\s*(ms|s|seconds?)?|retry in (\d+(?:\.\d+)?)\s*(ms|s)", re.I)
+_RETRY_AFTER_PATTERN = r"retry[- ]after[:= ]+(\d+(?:\.\d+)?)\s*(ms|s|seconds?)?|retry in (\d+(?:\.\d+)?)\s*(ms|s)"
+
+
+@functools.cache
+def _regex(pattern: str) -> re.Pattern[str]:
+    """Compiled on the first error, not at start-up (these three cost a millisecond to compile)."""
+    return re.compile(pattern, re.I)
 
 
 def is_overflow_error(message: str | None) -> bool:
-    return bool(message) and bool(OVERFLOW.search(message or "")) and not re.search(r"rate.?limit|too many requests",
-                                                                                       message or "", re.I)
+    return bool(message) and bool(_regex(OVERFLOW_PATTERN).search(message or "")) and not re.search(
+        r"rate.?limit|too many requests", message or "", re.I)
 
 
 def is_retryable_error(message: str | None) -> bool:
     if not message or is_overflow_error(message):
         return False
-    return bool(RETRYABLE.search(message))
+    return bool(_regex(RETRYABLE_PATTERN).search(message))
 
 
 def retry_after_ms(message: str) -> int | None:
     """A server's own wait, when the error text carries one (``Retry-After: 7``, ``retry in 2s``)."""
-    m = _RETRY_AFTER.search(message or "")
+    m = _regex(_RETRY_AFTER_PATTERN).search(message or "")
     if not m:
         return None
     value, unit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))

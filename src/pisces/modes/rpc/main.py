@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 from typing import Any
@@ -20,6 +21,10 @@ async def _serve(args: Any, writer: FrameWriter) -> int:
         sys.stderr.write(f"pisces: {exc}\n")
         return 1
     server = RpcServer(session, writer)
+    # Start-up is over (the CLI paused the collector for it): what it built lives as long as the process,
+    # so the collector never needs to look at it again.
+    gc.freeze()
+    gc.enable()
     return await server.serve(ready=not args.no_ready)
 
 

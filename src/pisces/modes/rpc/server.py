@@ -18,7 +18,6 @@ from typing import Any
 import msgspec
 
 from pisces.modes.rpc.handlers import ANSWERED, COMMANDS, NO_DATA, RpcError
-from pisces.modes.rpc.jsonerror import describe_json_error
 from pisces.modes.rpc.output import FrameWriter
 from pisces.modes.rpc.protocol import canonical_command
 
@@ -39,6 +38,8 @@ def parse_line(raw: bytes) -> tuple[Any, str | None]:
         return json.loads(text, parse_constant=_reject_constant, parse_int=_js_int), None
     except (ValueError, RecursionError):
         pass
+    from pisces.modes.rpc.jsonerror import describe_json_error  # only bad input pays for it
+
     return None, f"Failed to parse command: {describe_json_error(text)}"
 
 
