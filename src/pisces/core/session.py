@@ -232,6 +232,15 @@ class AgentSession:
             self._compactor_obj = Compactor(self)
         return self._compactor_obj
 
+    def prepare_first_prompt(self) -> None:
+        """Build the system prompt while idle (~15 ms); a failure is left for the prompt to report."""
+        build = self.agent.system_prompt
+        try:
+            if callable(build):
+                build()
+        except Exception:  # noqa: BLE001
+            pass
+
     def _lazy_system_prompt(self) -> Callable[[], str]:
         """The system prompt for the active tools, built when the first request needs it."""
         cache: list[str] = []

@@ -184,7 +184,8 @@ class RpcServer:
         return 0
 
     def _warm_provider(self) -> None:
-        """Import the current model's SDK on a background thread while the agent is idle."""
+        """While the agent is idle: import the current model's SDK on a background thread, and build the
+        system prompt on the loop (a command arriving meanwhile waits those few milliseconds once)."""
         if self._warmed:
             return
         self._warmed = True
@@ -193,6 +194,7 @@ class RpcServer:
         api = getattr(self.session.model, "api", None)
         if api:
             threading.Thread(target=prepare, args=(api,), name="sdk-warm-up", daemon=True).start()
+        asyncio.get_running_loop().call_soon(self.session.prepare_first_prompt)
 
     async def shutdown(self) -> None:
         """stdin closed: stop work in flight, flush the session, and let the process exit."""
