@@ -29,10 +29,12 @@ from pisces.ai.types import Context, Model, StreamOptions, UserMessage  # noqa: 
 IMPORTS = {
     "pisces": "import pisces",
     "pisces.ai.stream": "import pisces.ai.stream",
-    "openai-completions (+openai SDK)": "import pisces.ai.providers.openai_completions, openai",
-    "openai-responses (+openai SDK)": "import pisces.ai.providers.openai_responses, openai",
-    "anthropic-messages (+anthropic SDK)": "import pisces.ai.providers.anthropic, anthropic",
-    "google-generative-ai (+google-genai SDK)": "import pisces.ai.providers.google; from google import genai",
+    # what a first request loads, the way pisces loads it (providers.warm: the SDK with the GC paused)
+    "openai-completions (+openai SDK)": "from pisces.ai.providers import warm; warm('openai-completions')",
+    "openai-responses (+openai SDK)": "from pisces.ai.providers import warm; warm('openai-responses')",
+    "anthropic-messages (+anthropic SDK)": "from pisces.ai.providers import warm; warm('anthropic-messages')",
+    "google-generative-ai (+google-genai SDK)": "from pisces.ai.providers import warm; "
+                                                "warm('google-generative-ai')",
     "faux": "import pisces.ai.providers.faux",
 }
 

@@ -54,8 +54,8 @@ SDK_MODULES: dict[str, str] = {
 
 def import_sdk(name: str) -> ModuleType:
     """Import a vendor SDK module with the cyclic garbage collector paused: the SDKs build thousands of
-    classes at import, and the collections they would set off cost about a third of the import time
-    (openai 0.38 -> 0.29 s, anthropic 1.1 -> 0.6 s on the benchmark machine).
+    classes at import, and the collections they would set off cost 10-15% of the import time
+    (openai 0.36 -> 0.32 s, anthropic 0.76 -> 0.67 s on the benchmark machine, medians of 4 and 3).
 
     Always through the import system, never a ``sys.modules`` shortcut: while the idle warm-up thread is
     importing the SDK, ``sys.modules`` already holds the half-initialised module, and only the import
