@@ -231,6 +231,8 @@ def test_broken_global_is_never_overwritten(dirs):
 
 
 # -- setters ---------------------------------------------------------------------------------------
+@pytest.mark.skipif(not os.path.isfile(PI_SETTINGS_AFTER_SETTERS),
+                    reason="needs pi's recorded settings.json from ../shared/conformance beside the repository")
 def test_setters_reproduce_pi_output_byte_for_byte(dirs):
     agent, cwd = dirs
     write(global_file(agent), '{\n  "defaultProvider": "scripted",\n  "defaultModel": "scripted-model"\n}\n')
