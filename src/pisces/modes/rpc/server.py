@@ -60,7 +60,7 @@ class RpcServer:
         self.session = session
         self.out = writer
         self.tasks: set[asyncio.Task] = set()
-        self._warmed = False
+        self._warmed_api: str | None = None  # the model API whose SDK the warm-up last prepared
         session.subscribe(self._emit)
 
     def _emit(self, event: Any) -> None:
@@ -180,21 +180,28 @@ class RpcServer:
                 warm.cancel()
                 warm = None
                 self._warm_provider()
+            elif warm is None and self._warmed_api != self._current_api():
+                self._warm_provider()  # set_model / cycle_model / a session switch chose another API
         await self.shutdown()
         return 0
 
     def _warm_provider(self) -> None:
-        """While the agent is idle: import the current model's SDK on a background thread, and build the
-        system prompt on the loop (a command arriving meanwhile waits those few milliseconds once)."""
-        if self._warmed:
+        """While the agent is idle: import the current model's SDK on a background thread, and (the first
+        time) build the system prompt on the loop (a command arriving meanwhile waits those milliseconds)."""
+        api = self._current_api()
+        if api == self._warmed_api:
             return
-        self._warmed = True
-        from pisces.ai.providers import prepare
-
-        api = getattr(self.session.model, "api", None)
+        first = self._warmed_api is None
+        self._warmed_api = api
         if api:
+            from pisces.ai.providers import prepare
+
             threading.Thread(target=prepare, args=(api,), name="sdk-warm-up", daemon=True).start()
-        asyncio.get_running_loop().call_soon(self.session.prepare_first_prompt)
+        if first:
+            asyncio.get_running_loop().call_soon(self.session.prepare_first_prompt)
+
+    def _current_api(self) -> str:
+        return getattr(self.session.model, "api", None) or ""
 
     async def shutdown(self) -> None:
         """stdin closed: stop work in flight, flush the session, and let the process exit."""

@@ -1,0 +1,41 @@
+"""End to end, the idle warm-up: while nothing else happens, the process imports the SDK of the model in use,
+and again when set_model picks a model of another API, so that the next prompt does not wait for it.
+
+What is observable from outside is the process's memory map: the openai SDK brings pydantic, whose compiled
+core is a shared library; the faux model needs no SDK and never loads it.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def _sdk_loaded(pid: int) -> bool:
+    with open(f"/proc/{pid}/maps") as f:
+        return any("pydantic_core" in line for line in f)
+
+
+def _wait_loaded(pid: int, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _sdk_loaded(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_sdk_of_the_starting_model_is_imported_while_idle(home, spawn, server):
+    home.scripted_provider(server.url + "/v1")
+    p = spawn()
+    assert p.ok({"id": "s", "type": "get_state"})["model"]["api"] == "openai-completions"
+    assert _wait_loaded(p.p.pid), "the openai SDK was not imported while the agent sat idle"
+
+
+def test_set_model_to_another_api_imports_its_sdk_while_idle(home, spawn, server):
+    home.scripted_provider(server.url + "/v1")
+    p = spawn("--provider", "faux")
+    assert p.ok({"id": "s", "type": "get_state"})["model"]["api"] == "faux"
+    time.sleep(1.0)  # the faux warm-up is done by now, and it loads no SDK
+    assert not _sdk_loaded(p.p.pid)
+    p.ok({"id": "m", "type": "set_model", "provider": "scripted", "modelId": "scripted-model"})
+    assert _wait_loaded(p.p.pid), "set_model chose an openai-completions model, but its SDK was not imported"
