@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -125,6 +126,18 @@ def run_module(name: str, cfg: Config, res: Results, wl: Any, harness: Any) -> N
         mod.run(cfg, res, wl, harness)
 
 
+def _compile_package(log: Any) -> None:
+    """Bring pisces' bytecode up to date, as its install does (hatch_build.py): with PYTHONDONTWRITEBYTECODE
+    set, a module edited since the install would otherwise be compiled again in every process timed."""
+    import compileall
+
+    import pisces
+
+    package = os.path.dirname(os.path.abspath(pisces.__file__))
+    if os.access(package, os.W_OK) and not compileall.compile_dir(package, quiet=1):
+        log(f"bytecode: some modules of {package} did not compile; start-up figures include compiling them")
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     only = [m.strip() for m in args.only.split(",")] if args.only else list(MODULES)
@@ -145,6 +158,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if why:
             res.notes.append(f"pi not run: {why}")
             cfg.log(f"pi not run: {why}")
+    _compile_package(cfg.log)
     harness = None
     from benchmarks.workloads import Workloads
 
