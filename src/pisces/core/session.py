@@ -436,7 +436,8 @@ class AgentSession:
         """Rebuild the agent's messages, model and thinking level from the store's current leaf."""
         ctx = self.store.build_session_context()
         self.agent.replace_messages(ctx.messages)
-        self._context_unknown = bool(ctx.messages) and views.ends_with_compaction(self.store.get_branch())
+        branch = self.store.get_branch()  # once: a walk over the whole path (20k entries: ~5 ms)
+        self._context_unknown = bool(ctx.messages) and views.ends_with_compaction(branch)
         entries = self.store.get_entries()
         if not entries:
             model = self.agent.model
@@ -448,7 +449,7 @@ class AgentSession:
             restored = self.registry.find(ctx.model.provider, ctx.model.model_id)
             if restored is not None and self.registry.has_auth(restored):
                 self.agent.model = restored
-        has_level = any(entry_type(e) == "thinking_level_change" for e in self.store.get_branch())
+        has_level = any(entry_type(e) == "thinking_level_change" for e in branch)
         if has_level:
             self.agent.thinking_level = clamp_thinking_level(self.agent.model, ctx.thinking_level)
         else:
