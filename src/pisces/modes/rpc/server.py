@@ -23,6 +23,9 @@ from pisces.modes.rpc.protocol import canonical_command
 
 _decoder = msgspec.json.Decoder()
 
+WARM_UP_IDLE_S = 0.1  # no line for this long: the agent is idle, time to import the model's SDK
+WARM_UP_MAX_DELAY_S = 1.0  # a steady stream of lines postpones that for no longer
+
 
 def parse_line(raw: bytes) -> tuple[Any, str | None]:
     """Decode one input line; returns (value, None) or (None, pi's parse error message)."""
@@ -61,6 +64,8 @@ class RpcServer:
         self.out = writer
         self.tasks: set[asyncio.Task] = set()
         self._warmed_api: str | None = None  # the model API whose SDK the warm-up last prepared
+        self._warm_timer: asyncio.TimerHandle | None = None
+        self._warm_first_asked = 0.0
         session.subscribe(self._emit)
 
     def _emit(self, event: Any) -> None:
@@ -167,7 +172,7 @@ class RpcServer:
         threading.Thread(target=reader, name="rpc-stdin", daemon=True).start()
         if ready:
             self.out.write({"type": "ready"})
-        warm = loop.call_later(0.1, self._warm_provider)  # at the latest; earlier once the first lines are done
+        self._schedule_warm_up(loop)
         while True:
             line = await lines.get()
             if line is None:
@@ -176,18 +181,29 @@ class RpcServer:
                 # Let the command just started run up to its first real wait, so that a quick async command
                 # (switch_session, new_session, fork) is done before the next line is read, as in pi.
                 await asyncio.sleep(0)
-            if warm is not None and lines.empty():  # the first burst of lines is answered: idle now
-                warm.cancel()
-                warm = None
-                self._warm_provider()
-            elif warm is None and self._warmed_api != self._current_api():
-                self._warm_provider()  # set_model / cycle_model / a session switch chose another API
+            if self._warmed_api != self._current_api():  # not warmed up for this model's API yet
+                self._schedule_warm_up(loop)
         await self.shutdown()
         return 0
+
+    def _schedule_warm_up(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Warm up once no line has come for WARM_UP_IDLE_S: an SDK import takes the interpreter for a few
+        hundred milliseconds, and commands sent in a burst (a client's opening get_state, get_commands,
+        switch_session...) should not share it with one. Lines arriving without a pause postpone it for at
+        most WARM_UP_MAX_DELAY_S."""
+        now = loop.time()
+        if self._warm_timer is not None:
+            if now - self._warm_first_asked >= WARM_UP_MAX_DELAY_S:
+                return  # let the pending timer fire
+            self._warm_timer.cancel()
+        else:
+            self._warm_first_asked = now
+        self._warm_timer = loop.call_later(WARM_UP_IDLE_S, self._warm_provider)
 
     def _warm_provider(self) -> None:
         """While the agent is idle: import the current model's SDK on a background thread, and (the first
         time) build the system prompt on the loop (a command arriving meanwhile waits those milliseconds)."""
+        self._warm_timer = None
         api = self._current_api()
         if api == self._warmed_api:
             return
