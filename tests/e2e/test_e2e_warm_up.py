@@ -1,5 +1,6 @@
-"""End to end, the idle warm-up: while nothing else happens, the process imports the SDK of the model in use,
-and again when set_model picks a model of another API, so that the next prompt does not wait for it.
+"""End to end, the idle warm-up: once no command has come for 0.1 s (or after 1 s of steady commands), the
+process imports the SDK of the model in use, and again when set_model picks a model of another API, so that
+the next prompt does not wait for it.
 
 What is observable from outside is the process's memory map: the openai SDK brings pydantic, whose compiled
 core is a shared library; the faux model needs no SDK and never loads it.
@@ -39,3 +40,30 @@ def test_set_model_to_another_api_imports_its_sdk_while_idle(home, spawn, server
     assert not _sdk_loaded(p.p.pid)
     p.ok({"id": "m", "type": "set_model", "provider": "scripted", "modelId": "scripted-model"})
     assert _wait_loaded(p.p.pid), "set_model chose an openai-completions model, but its SDK was not imported"
+
+
+def _poll_state(p, seconds: float, every: float = 0.02) -> bool:
+    """Send get_state every ``every`` s for ``seconds``; True when the SDK got loaded meanwhile."""
+    deadline = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < deadline:
+        n += 1
+        p.ok({"id": f"poll{n}", "type": "get_state"})
+        if _sdk_loaded(p.p.pid):
+            return True
+        time.sleep(every)
+    return False
+
+
+def test_a_burst_of_commands_does_not_share_the_interpreter_with_the_import(home, spawn, server):
+    home.scripted_provider(server.url + "/v1")
+    p = spawn()
+    # a command every 20 ms: never 0.1 s of quiet, and well under the 1 s cap
+    assert not _poll_state(p, 0.6), "the SDK import started while commands kept coming"
+    assert _wait_loaded(p.p.pid), "the SDK was not imported once the commands stopped"
+
+
+def test_a_steady_stream_of_commands_postpones_the_warm_up_by_one_second_at_most(home, spawn, server):
+    home.scripted_provider(server.url + "/v1")
+    p = spawn()
+    assert _poll_state(p, 10.0), "commands every 20 ms kept the warm-up from ever starting"
