@@ -43,16 +43,19 @@ def test_set_model_to_another_api_imports_its_sdk_while_idle(home, spawn, server
 
 
 def _poll_state(p, seconds: float, every: float = 0.02) -> bool:
-    """Send get_state every ``every`` s for ``seconds``; True when the SDK got loaded meanwhile."""
+    """Send get_state every ``every`` s for ``seconds`` (without waiting for the answers, so that a slow
+    machine does not stretch the gaps between lines); True when the SDK got loaded meanwhile. Every line
+    is answered in the end."""
     deadline = time.monotonic() + seconds
     n = 0
-    while time.monotonic() < deadline:
+    loaded = False
+    while time.monotonic() < deadline and not loaded:
         n += 1
-        p.ok({"id": f"poll{n}", "type": "get_state"})
-        if _sdk_loaded(p.p.pid):
-            return True
+        p.send({"id": f"poll{n}", "type": "get_state"})
+        loaded = _sdk_loaded(p.p.pid)
         time.sleep(every)
-    return False
+    p.until(lambda f: f.get("id") == f"poll{n}", timeout=15)
+    return loaded
 
 
 def test_a_burst_of_commands_does_not_share_the_interpreter_with_the_import(home, spawn, server):
