@@ -6,12 +6,24 @@ import asyncio
 import threading
 from typing import Any, Callable, TypeVar
 
-from pisces.agent.types import ToolError
+from pisces.agent.types import AgentToolResult, ToolError
 from pisces.ai.abort import AbortSignal
+from pisces.ai.types import UNSET, TextContent
 
 T = TypeVar("T")
 
 OPERATION_ABORTED = "Operation aborted"
+
+
+def text_result(text: str, details: Any = None) -> AgentToolResult:
+    """A tool's answer in one text block; no ``details`` field when ``details`` is None."""
+    return AgentToolResult(content=[TextContent(text=text)], details=UNSET if details is None else details)
+
+
+def number_param(params: dict[str, Any], name: str, default: int) -> int:
+    """An optional numeric parameter as an int (JSON numbers may arrive as floats), else ``default``."""
+    value = params.get(name)
+    return int(value) if isinstance(value, (int, float)) else default
 
 
 def check_aborted(signal: AbortSignal | None) -> None:

@@ -16,6 +16,7 @@ from pisces.ai.abort import AbortSignal
 from pisces.ai.types import TextContent
 from pisces.core.bash_exec import OutputAccumulator, OutputSnapshot, ShellError, run_shell
 
+from ._common import text_result
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, js_number
 
 BASH_SCHEMA: dict[str, Any] = {
@@ -139,10 +140,7 @@ class BashTool(AgentTool):
         text, details = format_bash_output(snap, result.last_line_bytes)
         if result.exit_code is not None and result.exit_code != 0:
             raise ToolError(_append_status(text, f"Command exited with code {result.exit_code}"))
-        out = AgentToolResult(content=[TextContent(text=text)])
-        if details is not None:
-            out.details = details
-        return out
+        return text_result(text, details)
 
 
 __all__ = ["BashTool", "BASH_SCHEMA", "BASH_DESCRIPTION", "format_bash_output"]

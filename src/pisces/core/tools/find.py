@@ -17,13 +17,12 @@ import signal as _signal
 import threading
 from typing import Any
 
-from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
+from pisces.agent.types import AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
-from pisces.ai.types import TextContent
 
-from ._common import OPERATION_ABORTED, check_aborted, run_abortable
+from ._common import OPERATION_ABORTED, check_aborted, number_param, run_abortable, text_result
 from ._walk import Walker, glob_to_regex, path_sort_key
-from .grep import _AUTO, find_rg
+from .grep import RgBackedTool
 from .paths import resolve_to_cwd
 from .truncate import DEFAULT_MAX_BYTES, listing_result
 
@@ -126,24 +125,18 @@ def format_find(results: list[str], limit: int) -> tuple[str, dict[str, Any] | N
     return listing_result("\n".join(results[:limit]), notice)
 
 
-class FindTool(AgentTool):
+class FindTool(RgBackedTool):
     name = "find"
     label = "find"
     description = FIND_DESCRIPTION
     parameters = FIND_SCHEMA
-
-    def __init__(self, cwd: str, *, rg_path: Any = _AUTO) -> None:
-        """``rg_path``: a ripgrep binary, None for the pure-Python walk, or (default) found automatically."""
-        self.cwd = cwd
-        self.rg_path = find_rg() if rg_path is _AUTO else rg_path
 
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
                       on_update: ToolUpdate) -> AgentToolResult:
         check_aborted(signal)
         pattern: str = params["pattern"]
         root = resolve_to_cwd(params.get("path") or ".", self.cwd)
-        limit_raw = params.get("limit")
-        limit = max(1, int(limit_raw)) if isinstance(limit_raw, (int, float)) else DEFAULT_LIMIT
+        limit = max(1, number_param(params, "limit", DEFAULT_LIMIT))
         if not os.path.exists(root):
             raise ToolError(f"Path not found: {root}")
         if not os.path.isdir(root):
@@ -158,10 +151,7 @@ class FindTool(AgentTool):
         if signal is not None and signal.aborted:
             raise ToolError(OPERATION_ABORTED)
         text, details = format_find(results, limit)
-        result = AgentToolResult(content=[TextContent(text=text)])
-        if details is not None:
-            result.details = details
-        return result
+        return text_result(text, details)
 
 
 __all__ = ["FindTool", "FIND_SCHEMA", "FIND_DESCRIPTION", "compile_find_pattern", "match_paths"]

@@ -23,9 +23,8 @@ import msgspec
 
 from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
-from pisces.ai.types import TextContent
 
-from ._common import OPERATION_ABORTED, check_aborted, run_abortable
+from ._common import OPERATION_ABORTED, check_aborted, number_param, run_abortable, text_result
 from ._walk import Overrides, Walker
 from .paths import resolve_to_cwd
 from .truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, listing_result, truncate_line
@@ -65,6 +64,15 @@ def find_rg() -> str | None:
 
 
 _AUTO = object()
+
+
+class RgBackedTool(AgentTool):
+    """A tool that runs ripgrep when it can (grep, find) and walks in pure Python otherwise."""
+
+    def __init__(self, cwd: str, *, rg_path: Any = _AUTO) -> None:
+        """``rg_path``: a ripgrep binary, None for the pure-Python fallback, or (default) found automatically."""
+        self.cwd = cwd
+        self.rg_path = find_rg() if rg_path is _AUTO else rg_path
 
 
 @dataclass(slots=True)
@@ -298,16 +306,11 @@ def format_matches(search: _Search, search_path: str, is_dir: bool, context: int
     return listing_result("\n".join(out), limit_notice, lines_notice)
 
 
-class GrepTool(AgentTool):
+class GrepTool(RgBackedTool):
     name = "grep"
     label = "grep"
     description = GREP_DESCRIPTION
     parameters = GREP_SCHEMA
-
-    def __init__(self, cwd: str, *, rg_path: Any = _AUTO) -> None:
-        """``rg_path``: a ripgrep binary, None for the pure-Python search, or (default) found automatically."""
-        self.cwd = cwd
-        self.rg_path = find_rg() if rg_path is _AUTO else rg_path
 
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
                       on_update: ToolUpdate) -> AgentToolResult:
@@ -319,10 +322,8 @@ class GrepTool(AgentTool):
             os.stat(search_path)
         except OSError:
             raise ToolError(f"Path not found: {search_path}") from None
-        context_raw = params.get("context")
-        context = int(context_raw) if isinstance(context_raw, (int, float)) and context_raw > 0 else 0
-        limit_raw = params.get("limit")
-        limit = max(1, int(limit_raw) if isinstance(limit_raw, (int, float)) else DEFAULT_LIMIT)
+        context = max(0, number_param(params, "context", 0))
+        limit = max(1, number_param(params, "limit", DEFAULT_LIMIT))
         glob = params.get("glob") or None
         ignore_case = bool(params.get("ignoreCase"))
         literal = bool(params.get("literal"))
@@ -334,10 +335,7 @@ class GrepTool(AgentTool):
             search = await run_abortable(signal, _search_python, self.cwd, pattern, search_path, is_dir, glob,
                                          ignore_case, literal, limit, cancel, cancel=cancel)
         text, details = await run_abortable(signal, format_matches, search, search_path, is_dir, context, limit)
-        result = AgentToolResult(content=[TextContent(text=text)])
-        if details is not None:
-            result.details = details
-        return result
+        return text_result(text, details)
 
 
 __all__ = ["GrepTool", "GREP_SCHEMA", "GREP_DESCRIPTION", "find_rg", "format_matches"]

@@ -14,9 +14,8 @@ from typing import Any
 
 from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
-from pisces.ai.types import TextContent
 
-from ._common import run_abortable
+from ._common import number_param, run_abortable, text_result
 from .paths import node_error_message, resolve_to_cwd
 from .truncate import DEFAULT_MAX_BYTES, listing_result
 
@@ -120,13 +119,9 @@ class LsTool(AgentTool):
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
                       on_update: ToolUpdate) -> AgentToolResult:
         dir_path = resolve_to_cwd(params.get("path") or ".", self.cwd)
-        limit_raw = params.get("limit")
-        limit = int(limit_raw) if isinstance(limit_raw, (int, float)) else DEFAULT_LIMIT
+        limit = number_param(params, "limit", DEFAULT_LIMIT)
         text, details = await run_abortable(signal, _list, dir_path, limit)
-        result = AgentToolResult(content=[TextContent(text=text)])
-        if details is not None:
-            result.details = details
-        return result
+        return text_result(text, details)
 
 
 __all__ = ["LsTool", "LS_SCHEMA", "LS_DESCRIPTION", "collation_key"]

@@ -18,7 +18,7 @@ from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import ImageContent, TextContent
 
-from ._common import run_abortable
+from ._common import run_abortable, text_result
 from .paths import node_error_message, resolve_read_path
 from .truncate import (DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, format_size, head_from_lines,
                        js_number, utf8_len)
@@ -258,10 +258,7 @@ def _read(path: str, display_path: str, offset: Any, limit: Any) -> AgentToolRes
         text, details = _read_text(path, display_path, offset, limit)
     except OSError as exc:
         raise ToolError(node_error_message(exc, "read")) from None
-    result = AgentToolResult(content=[TextContent(text=text)])
-    if details is not None:
-        result.details = details
-    return result
+    return text_result(text, details)
 
 
 class ReadTool(AgentTool):
