@@ -168,13 +168,18 @@ class Proc:
         if line is None:
             self._eof = True
             raise self._fail(f"stdout ended (exit status {self.p.poll()})")
+        frame = self._frame(line)
+        self.frames.append(frame)
+        return frame
+
+    def _frame(self, line: bytes) -> Frame:
+        """One stdout line as a frame: a line that is not a JSON object fails the test."""
         try:
             frame = loads(line)
         except ValueError:
             raise self._fail(f"stdout line is not JSON: {line[:300]!r}") from None
         if not isinstance(frame, dict):
             raise self._fail(f"stdout line is not a JSON object: {line[:300]!r}")
-        self.frames.append(frame)
         return frame
 
     def until(self, pred: Pred, timeout: float = 10.0) -> list[Frame]:

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import time
-from typing import Any, Callable
+from typing import Any
 
 from e2eproc import PISCES, Proc
 
@@ -29,34 +27,16 @@ class RpcProc(Proc):
     def proc(self) -> Any:
         return self.p
 
-    def next_frame(self, timeout: float = 10.0) -> dict[str, Any]:
-        """The next frame; a line that is not a JSON object comes back as ``{"__not_json__": line}``."""
-        try:
-            line = self._q.get(timeout=timeout)
-        except queue.Empty:
-            raise self._fail(f"no frame within {timeout} s") from None
-        if line is None:
-            self._eof = True
-            raise self._fail(f"stdout ended (exit status {self.p.poll()})")
+    def _frame(self, line: bytes) -> dict[str, Any]:
+        """A line that is not a JSON object comes back as ``{"__not_json__": line}`` (the tests check it)."""
         try:
             frame = json.loads(line)
         except ValueError:
             frame = None
-        if not isinstance(frame, dict):
-            frame = {"__not_json__": line.decode("utf-8", "replace")}
-        self.frames.append(frame)
-        return frame
+        return frame if isinstance(frame, dict) else {"__not_json__": line.decode("utf-8", "replace")}
 
-    def until(self, pred: Callable[[dict], bool], timeout: float = 10.0) -> list[dict[str, Any]]:
-        got: list[dict[str, Any]] = []
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise self._fail(f"no matching frame within {timeout} s")
-            got.append(self.next_frame(left))
-            if pred(got[-1]):
-                return got
+    def next_frame(self, timeout: float = 10.0) -> dict[str, Any]:
+        return self.next(timeout)
 
     def send_raw(self, data: bytes) -> None:
         self.write(data + b"\n")
