@@ -18,6 +18,8 @@ import threading
 import time
 from typing import Any, Callable, Iterable
 
+from proc_table import in_groups
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 _BIN = os.path.dirname(sys.executable)
 PISCES = [os.path.join(_BIN, "pisces")] if os.path.exists(os.path.join(_BIN, "pisces")) \
@@ -332,42 +334,7 @@ def compact(frames: Iterable[Frame]) -> list[str]:
 
 def pgrp_alive(pgid: int) -> list[int]:
     """Pids of live (not zombie) processes in process group ``pgid``."""
-    alive = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            alive.append(int(name))
-    return alive
-
-
-def descendants(pid: int) -> list[int]:
-    """Pids of the live descendants of ``pid``."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if fields[0] == "Z":
-            continue
-        children.setdefault(int(fields[1]), []).append(int(name))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
+    return in_groups({pgid})
 
 
 # -- fixtures (import them into a test module: ``from e2eproc import home, spawn``) ---------------

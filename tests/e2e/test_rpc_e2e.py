@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from proc_table import live_processes
 from rpcproc import RpcProc
 
 
@@ -235,14 +236,6 @@ def test_stdin_eof_mid_run_exits_zero_and_kills_children(tmp_path, script):
         t0 = time.monotonic()
         assert p.close(timeout=5) == 0
         assert time.monotonic() - t0 < 2
-        left = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open(f"/proc/{entry}/stat") as f:
-                        stat = f.read()
-                except OSError:
-                    continue
-                if f" {pid} " in stat.split(")", 1)[1][:40] and "sleep" in stat:
-                    left.append(stat)
+        left = [(p, info) for p, info in live_processes().items()
+                if pid in (info.ppid, info.pgid, info.sid) and info.comm == "sleep"]
         assert not left, left

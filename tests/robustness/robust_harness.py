@@ -22,6 +22,8 @@ import threading
 import time
 from typing import Any, Callable
 
+from proc_table import descendants
+
 PISCES = [sys.executable, "-m", "pisces"]
 NO_ID = "<no id>"  # the group key of responses (and lines) without an id
 SILENT = "<silent>"  # a line that must get no response at all
@@ -58,53 +60,6 @@ def write_faux_script(path: str, responses: list[dict], loop: bool = True) -> st
     with open(path, "w") as f:
         json.dump({"responses": responses, "loop": loop}, f)
     return path
-
-
-# ------------------------------------------------------------------------------------------------
-# /proc
-# ------------------------------------------------------------------------------------------------
-def _stat(pid: int) -> tuple[int, int] | None:
-    """(ppid, pgid) of a live process, None when it is gone or a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    fields = data[data.rindex(")") + 2:].split()
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[1]), int(fields[2])
-
-
-def live_processes() -> dict[int, tuple[int, int]]:
-    out: dict[int, tuple[int, int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            st = _stat(int(name))
-            if st is not None:
-                out[int(name)] = st
-    return out
-
-
-def children_of(pid: int) -> list[int]:
-    return [p for p, (ppid, _) in live_processes().items() if ppid == pid]
-
-
-def in_groups(pgids: set[int]) -> list[int]:
-    return [p for p, (_, pgid) in live_processes().items() if pgid in pgids]
-
-
-def descendants(pid: int) -> list[int]:
-    procs = live_processes()
-    found: list[int] = []
-    frontier = [pid]
-    while frontier:
-        parent = frontier.pop()
-        for p, (ppid, _) in procs.items():
-            if ppid == parent and p not in found:
-                found.append(p)
-                frontier.append(p)
-    return found
 
 
 # ------------------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from robust_harness import Agent, descendants, in_groups, live_processes, write_faux_script, write_scripted_config
+from proc_table import children_of, descendants, in_groups, live_processes
+from robust_harness import Agent, write_faux_script, write_scripted_config
 from scripted_server import Reply, Stall
 
 EXIT_WITHIN = 1.0
@@ -25,7 +26,7 @@ SLEEPER = "sleep 30 & sleep 31; wait"
 def close_and_check(agent: Agent, watched: list[int]) -> None:
     """Close stdin; the agent must exit 0 within EXIT_WITHIN and take ``watched`` (and their groups) along."""
     procs = live_processes()
-    groups = {procs[p][1] for p in watched if p in procs}
+    groups = {procs[p].pgid for p in watched if p in procs}
     t0 = time.monotonic()
     agent.close_stdin()
     code = agent.wait_exit(EXIT_WITHIN)
@@ -47,7 +48,7 @@ def close_and_check(agent: Agent, watched: list[int]) -> None:
             except OSError:
                 pass
         raise AssertionError(f"processes left behind after exit: {left} ({names})")
-    assert not [p for p, (ppid, _) in live_processes().items() if ppid == agent.pid]
+    assert not children_of(agent.pid)
     agent.wait_until(lambda: agent.eof, timeout=2, what="stdout EOF")
     assert not agent.violations, agent.describe("stdout carried something that is not a frame")
     assert elapsed < EXIT_WITHIN

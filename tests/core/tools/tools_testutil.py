@@ -3,6 +3,8 @@
 import os
 import signal
 
+from proc_table import in_groups
+
 from pisces.ai.types import TextContent
 
 
@@ -12,20 +14,7 @@ def text_of(result) -> str:
 
 def live_group_members(pgid: int) -> list[int]:
     """Pids (not zombies) whose process group is ``pgid``."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        state, pgrp = fields[0], int(fields[2])
-        if pgrp == pgid and state != "Z":
-            members.append(int(entry))
-    return members
+    return in_groups({pgid})
 
 
 def kill_group(pgid: int) -> None:
