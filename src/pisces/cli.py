@@ -82,7 +82,40 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write SESSION (a .jsonl file) as a self-contained HTML file and exit")
     p.add_argument("--no-ready", dest="no_ready", action="store_true",
                    help="RPC mode: do not send the {\"type\":\"ready\"} frame at start-up")
+    _add_trust_flags(p)
     return p
+
+
+def _add_trust_flags(p: argparse.ArgumentParser) -> None:
+    """Project trust (see docs/security.md): which of a repository's own settings may take effect."""
+    p.add_argument("-a", "--approve", dest="approve", action="store_const", const=True, default=None,
+                   help="trust this project for this run: its .pisces/settings.json may set the shell, "
+                        "the session directory, ...")
+    p.add_argument("-na", "--no-approve", dest="approve", action="store_const", const=False,
+                   help="ignore this project's trust-gated settings for this run, even if it is trusted")
+    p.add_argument("--trust-project", dest="trust_project", action="store_true",
+                   help="trust the project in the current directory from now on (saved in the agent dir's "
+                        "trust.json), then run as asked, or exit when nothing else was asked")
+
+
+def _apply_trust_flags(args: Any) -> int | None:
+    """Returns an exit code when the run ends here."""
+    if args.approve is None and not args.trust_project:
+        return None
+    from pisces.core import trust
+    from pisces.core.paths import agent_dir
+
+    trust.set_run_override(args.approve)
+    if not args.trust_project:
+        return None
+    try:
+        path = trust.trust_project(os.getcwd(), agent_dir())
+    except (OSError, ValueError) as exc:
+        return _fail(f"cannot trust this project: {exc}")
+    sys.stderr.write(f"pisces: trusted {path}: its .pisces settings apply from now on\n")
+    if not args.messages and not args.mode and not args.print_mode:
+        return 0
+    return None
 
 
 def _choice(choices: Sequence[str], flag: str) -> Any:
@@ -102,6 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pisces.modes.export_cli import run_export
 
         return run_export(args.export[0], args.export[1] if len(args.export) > 1 else None)
+    ended = _apply_trust_flags(args)
+    if ended is not None:
+        return ended
     mode = args.mode or "text"
     if args.faux_script and not args.provider:
         args.provider = "faux"

@@ -56,6 +56,10 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
     cwd = os.path.abspath(cwd or os.getcwd())
     adir = agent_dir()
     settings = Settings(adir, cwd)
+    if settings.ignored_project_settings:
+        from pisces.core.trust import untrusted_notice
+
+        sys.stderr.write(untrusted_notice(settings.project_path, settings.ignored_project_settings) + "\n")
     use_faux = provider == "faux" or bool(faux_script)
     if use_faux:
         from pisces.ai.providers import faux

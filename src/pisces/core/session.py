@@ -369,6 +369,9 @@ class AgentSession:
         state["messageCount"] = len(self.agent.messages)
         state["pendingMessageCount"] = self.pending_count
         state["queuedMessageCount"] = self.pending_count
+        state["projectTrusted"] = self.settings.project_trusted
+        if self.settings.ignored_project_settings:
+            state["ignoredProjectSettings"] = list(self.settings.ignored_project_settings)
         return state
 
     def session_stats(self) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 The global file is ``<agentDir>/settings.json``; the project file is ``<cwd>/.pisces/settings.json``. The
 project file wins, with nested objects merged key by key. Setters change the global file only, as pi's RPC
 setters do. They re-read the file first and change just the key being set, so keys this version does not
-know about, and edits made by another process, survive. A file that cannot be parsed is reported once on
-stderr and treated as empty; a broken global file is never overwritten.
+know about, and edits made by another process, survive. A file that cannot be parsed is reported once on stderr and treated as
+empty; a broken global file is never overwritten. Project keys that run code or redirect writes apply only
+in a trusted project (``pisces.core.trust``); the others apply everywhere.
 """
 
 from __future__ import annotations
@@ -166,6 +167,9 @@ class Settings:
         self._global_error: str | None = None
         self._project_error: str | None = None
         self._merged: dict[str, Any] = {}
+        self._trusted: bool | None = None
+        self.gated_project_settings: list[str] = []  # project keys that need trust (see pisces.core.trust)
+        self.ignored_project_settings: list[str] = []  # those of them ignored: the project is not trusted
         self.reload()
 
     # -- loading ---------------------------------------------------------------------------------
@@ -191,7 +195,37 @@ class Settings:
         """Read both files again."""
         self._global, self._global_error = self._load(self.global_path)
         self._project, self._project_error = self._load(self.project_path)
+        self._trusted = None
+        self.gated_project_settings, self.ignored_project_settings = [], []
+        if self._project:
+            self._gate_project()
         self._merged = deep_merge(self._global, self._project)
+
+    def _gate_project(self) -> None:
+        """Drop the project keys that run code or redirect writes unless the project is trusted."""
+        from pisces.core.trust import split_project_settings
+
+        kept, gated = split_project_settings(self._project)
+        self.gated_project_settings = gated
+        if gated and not self.project_trusted:
+            self._project = kept
+            self.ignored_project_settings = gated
+
+    @property
+    def project_trusted(self) -> bool:
+        """Whether this project's own settings (and extensions, hooks) may take effect; read once."""
+        if self._trusted is None:
+            from pisces.core.trust import DEFAULT_TRUST_KEY, is_project_trusted
+
+            self._trusted = is_project_trusted(self.cwd, self.agent_dir, default=self._global.get(DEFAULT_TRUST_KEY))
+        return self._trusted
+
+    def note_trust_saved(self, trusted: bool) -> bool:
+        """After a decision was saved: True when this process runs with the other choice applied (the
+        decision takes effect at the next start)."""
+        was_trusted = not self.ignored_project_settings
+        self._trusted = trusted
+        return bool(self.gated_project_settings) and was_trusted != trusted
 
     @property
     def load_errors(self) -> list[str]:

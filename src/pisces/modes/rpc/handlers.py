@@ -300,6 +300,17 @@ def h_set_active_tools(server: Any, cmd: dict) -> Any:
     return {"activeToolNames": server.session.set_active_tools(names)}
 
 
+def h_trust_project(server: Any, cmd: dict) -> Any:
+    import asyncio
+
+    from pisces.core.trust import save_decision
+
+    trusted = cmd.get("trusted", True)
+    if not isinstance(trusted, bool):
+        raise RpcError(f"Invalid 'trusted': expected true or false, got {_kind(trusted)}")
+    return asyncio.to_thread(save_decision, server.session.settings, trusted)  # waits for trust.json's lock
+
+
 def h_clear_queue(server: Any, cmd: dict) -> Any:
     steering, follow_up = server.session.clear_queue()
     return {"steering": steering, "followUp": follow_up}
@@ -345,4 +356,5 @@ COMMANDS: dict[str, Callable[[Any, dict], Any]] = {
     "get_tools": h_get_tools,
     "set_active_tools": h_set_active_tools,
     "clear_queue": h_clear_queue,
+    "trust_project": h_trust_project,
 }

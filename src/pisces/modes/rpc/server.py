@@ -172,6 +172,11 @@ class RpcServer:
         threading.Thread(target=reader, name="rpc-stdin", daemon=True).start()
         if ready:
             self.out.write({"type": "ready"})
+        settings = self.session.settings
+        if settings.ignored_project_settings:  # the host learns what the untrusted project did not get
+            from pisces.core.trust import project_trust_event
+
+            self._emit(project_trust_event(settings.cwd, settings.project_path, settings.ignored_project_settings))
         self._schedule_warm_up(loop)
         while True:
             line = await lines.get()
