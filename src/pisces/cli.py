@@ -11,7 +11,7 @@ from typing import Any, Sequence
 from pisces import __version__
 
 THINKING_CHOICES = ("off", "minimal", "low", "medium", "high", "xhigh")
-MODES = ("text", "json", "rpc")
+MODES = ("text", "json", "rpc", "acp")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -152,6 +152,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pisces.modes.rpc.main import run_rpc
 
         return run_rpc(args)
+    if mode == "acp":  # an Agent Client Protocol agent for editors (docs/acp.md)
+        if args.print_mode or args.messages:
+            return _fail("--mode acp takes its prompts from the editor: no -p and no message arguments")
+        from pisces.modes.acp.main import run_acp
+
+        return run_acp(args)
     if mode == "json" or args.print_mode:
         from pisces.modes.print import run_print
 

@@ -24,11 +24,14 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import IO, Callable
+from typing import IO, TYPE_CHECKING, Callable
 
 from pisces.ai.abort import AbortSignal
 from pisces.core.tools.truncate import (DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, truncate_tail,
                                         utf8_len)
+
+if TYPE_CHECKING:
+    from pisces.core.tools.backends import ShellBackend
 
 EXIT_STDIO_GRACE = 0.1  # seconds to wait for the pipe after the shell exited
 
@@ -348,15 +351,15 @@ class ExecResult:
 async def run_shell(command: str, cwd: str, *, signal: AbortSignal | None = None, timeout: float | None = None,
                     on_chunk: Callable[[str], None] | None = None, env: dict[str, str] | None = None,
                     shell_path: str | None = None, accumulator: OutputAccumulator | None = None,
-                    sanitize: bool = False) -> ExecResult:
-    """Run ``command`` with the user's shell in ``cwd``.
+                    sanitize: bool = False, backend: ShellBackend | None = None,
+                    tool_call_id: str | None = None) -> ExecResult:
+    """Run ``command`` with the user's shell in ``cwd`` (or through ``backend``, a host's terminal).
 
     ``on_chunk`` receives each decoded chunk (sanitised when ``sanitize``) right after it was added to
     the accumulator, so a caller can take ``accumulator.snapshot()`` from it. ``timeout`` is in seconds
     (None or <= 0: none). Raises ShellError when the command cannot be started."""
-    if not os.path.exists(cwd):
+    if backend is None and not os.path.exists(cwd):
         raise ShellError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
-    shell, args = get_shell_config(shell_path)
     acc = accumulator or OutputAccumulator(sanitize=sanitize)
 
     def on_data(data: bytes) -> None:
@@ -366,11 +369,20 @@ async def run_shell(command: str, cwd: str, *, signal: AbortSignal | None = None
 
     started = time.monotonic()
     try:
-        outcome = await run_process([shell, *args, command], cwd, env if env is not None else get_shell_env(),
-                                    on_data, signal=signal, timeout=timeout)
-    except OSError as exc:
+        if backend is not None:
+            outcome = await backend.run(command, cwd, on_data=on_data, signal=signal, timeout=timeout, env=env,
+                                        tool_call_id=tool_call_id)
+        else:
+            shell, args = get_shell_config(shell_path)
+            try:
+                outcome = await run_process([shell, *args, command], cwd,
+                                            env if env is not None else get_shell_env(), on_data, signal=signal,
+                                            timeout=timeout)
+            except OSError as exc:
+                raise ShellError(f"Failed to start {shell}: {exc.strerror or exc}") from None
+    except BaseException:
         acc.close()
-        raise ShellError(f"Failed to start {shell}: {exc.strerror or exc}") from None
+        raise
     tail = acc.finish()
     if on_chunk is not None and tail:
         on_chunk(tail)

@@ -49,7 +49,8 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
                          no_session: bool = False, session_dir: str | None = None, session: str | None = None,
                          continue_session: bool = False, tools: list[str] | None = None,
                          system_prompt: str | None = None, append_system_prompt: str | None = None,
-                         context_files: bool = True, faux_script: str | None = None) -> AgentSession:
+                         context_files: bool = True, faux_script: str | None = None,
+                         backends: Any = None) -> AgentSession:
     from pisces.core.resources import build_system_prompt
     from pisces.core.tools import DEFAULT_TOOL_NAMES, create_tools
 
@@ -64,12 +65,12 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
     if use_faux:
         from pisces.ai.providers import faux
 
-        if faux_script:
+        if faux_script and faux.SCRIPT.source != faux_script:  # once per process, however many sessions
             try:
                 faux.SCRIPT.load_file(faux_script)
             except ValueError as exc:
                 raise SessionConfigError(str(exc)) from None
-        elif faux.SCRIPT.default is None and not faux.SCRIPT.queue:
+        elif not faux_script and faux.SCRIPT.default is None and not faux.SCRIPT.queue:
             faux.use_demo()
     registry = ModelRegistry(adir, api_key_override=api_key, override_provider=provider, enable_faux=use_faux)
     if registry.load_error:
@@ -91,7 +92,8 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
         level = clamp_thinking_level(chosen, level)
     else:
         level = "off"
-    all_tools = create_tools(cwd, shell_path=settings.shell_path, command_prefix=settings.shell_command_prefix)
+    all_tools = create_tools(cwd, shell_path=settings.shell_path, command_prefix=settings.shell_command_prefix,
+                             backends=backends)
     if tools is None:
         active = list(DEFAULT_TOOL_NAMES)
     else:
@@ -111,16 +113,19 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
     return sess
 
 
-def create_session_from_args(args: Any) -> AgentSession:
+def create_session_from_args(args: Any, **overrides: Any) -> AgentSession:
+    """A session from the CLI flags; ``overrides`` (``cwd``, ``session``, ``backends``, ...) win over them."""
     tools: list[str] | None = None
     if getattr(args, "no_tools", False):
         tools = []
     elif getattr(args, "tools", None):
         tools = [t.strip() for t in args.tools.split(",") if t.strip()]
-    return create_agent_session(
+    options: dict[str, Any] = dict(
         provider=args.provider, model=args.model, models=getattr(args, "models", None), api_key=args.api_key,
         thinking=args.thinking, no_session=args.no_session, session_dir=args.session_dir,
         session=getattr(args, "session", None), continue_session=getattr(args, "continue_session", False),
         tools=tools, system_prompt=getattr(args, "system_prompt", None),
         append_system_prompt=getattr(args, "append_system_prompt", None),
         context_files=not getattr(args, "no_context_files", False), faux_script=getattr(args, "faux_script", None))
+    options.update(overrides)
+    return create_agent_session(**options)

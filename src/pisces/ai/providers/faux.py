@@ -64,8 +64,10 @@ class FauxScript:
         self._loop_index = 0
         self.requests: list[Context] = []
         self.default: FauxResponse | None = None
+        self.source: str | None = None  # the script file loaded, if any
 
     def reset(self) -> None:
+        self.source = None
         self.queue.clear()
         self.loop_responses = None
         self._loop_index = 0
@@ -110,6 +112,7 @@ class FauxScript:
             self.set_loop(data)
         else:
             self.enqueue(*data)
+        self.source = path
 
 
 SCRIPT = FauxScript()

@@ -9,10 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from pisces.agent.types import AgentTool
+from pisces.core.tools.backends import ToolBackends
 
 DEFAULT_TOOL_NAMES = ["read", "bash", "edit", "write"]
 ALL_TOOL_NAMES = ["read", "bash", "edit", "write", "grep", "find", "ls"]
 
+_FILE_TOOLS = ("read", "edit", "write")  # the tools a file backend serves
 _CLASSES = {
     "ReadTool": "read", "BashTool": "bash", "EditTool": "edit", "WriteTool": "write",
     "GrepTool": "grep", "FindTool": "find", "LsTool": "ls",
@@ -58,13 +60,20 @@ class LazyTool(AgentTool):
         return await self.load().execute(tool_call_id, params, signal, on_update)
 
 
-def create_tools(cwd: str, *, shell_path: str | None = None, command_prefix: str | None = None
-                 ) -> dict[str, AgentTool]:
+def create_tools(cwd: str, *, shell_path: str | None = None, command_prefix: str | None = None,
+                 backends: ToolBackends | None = None) -> dict[str, AgentTool]:
     """All seven tools for ``cwd``, by name (each loads its module on first use). ``shell_path`` and
-    ``command_prefix`` are the settings ``shellPath`` and ``shellCommandPrefix`` for the bash tool."""
+    ``command_prefix`` are the settings ``shellPath`` and ``shellCommandPrefix`` for the bash tool;
+    ``backends`` replaces the local file system and shell (see ``backends.py``)."""
     tools: dict[str, Any] = {}
     for cls_name, name in _CLASSES.items():
-        kwargs = {"shell_path": shell_path, "command_prefix": command_prefix} if name == "bash" else {}
+        kwargs: dict[str, Any] = {}
+        if name == "bash":
+            kwargs = {"shell_path": shell_path, "command_prefix": command_prefix}
+            if backends is not None and backends.shell is not None:
+                kwargs["shell"] = backends.shell
+        elif name in _FILE_TOOLS and backends is not None and backends.files is not None:
+            kwargs["files"] = backends.files
         tools[name] = LazyTool(name, cls_name, cwd, **kwargs)
     return tools
 
@@ -78,4 +87,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["create_tools", "LazyTool", "DEFAULT_TOOL_NAMES", "ALL_TOOL_NAMES", *_CLASSES]
+__all__ = ["create_tools", "ToolBackends", "LazyTool", "DEFAULT_TOOL_NAMES", "ALL_TOOL_NAMES", *_CLASSES]

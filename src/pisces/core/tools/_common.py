@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Callable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 from pisces.agent.types import AgentToolResult, ToolError
 from pisces.ai.abort import AbortSignal
@@ -58,3 +58,24 @@ async def run_abortable(signal: AbortSignal | None, fn: Callable[..., T], *args:
         raise ToolError(OPERATION_ABORTED)
     aborted.cancel()
     return work.result()
+
+
+async def await_abortable(signal: AbortSignal | None, awaitable: Awaitable[T]) -> T:
+    """Await a backend call (a host answering over a connection). An abort cancels it and raises pi's
+    "Operation aborted" error at once; a backend's own error becomes the tool's error text."""
+    from pisces.core.tools.backends import BackendError
+
+    check_aborted(signal)
+    task = asyncio.ensure_future(awaitable)
+    remove = signal.add_listener(task.cancel) if signal is not None else (lambda: None)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if signal is not None and signal.aborted and task.cancelled():
+            raise ToolError(OPERATION_ABORTED) from None
+        task.cancel()  # our caller was cancelled: do not leave the call running
+        raise
+    except (BackendError, OSError) as exc:
+        raise ToolError(str(exc) or type(exc).__name__) from None
+    finally:
+        remove()

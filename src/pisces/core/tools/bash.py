@@ -17,6 +17,7 @@ from pisces.ai.types import TextContent
 from pisces.core.bash_exec import OutputAccumulator, OutputSnapshot, ShellError, run_shell
 
 from ._common import text_result
+from .backends import BackendError, ShellBackend
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, js_number
 
 BASH_SCHEMA: dict[str, Any] = {
@@ -72,11 +73,12 @@ class BashTool(AgentTool):
     parameters = BASH_SCHEMA
 
     def __init__(self, cwd: str, *, shell_path: str | None = None, command_prefix: str | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, shell: ShellBackend | None = None) -> None:
         self.cwd = cwd
         self.shell_path = shell_path
         self.command_prefix = command_prefix
         self.env = env
+        self.shell = shell  # None: a local process
 
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
                       on_update: ToolUpdate) -> AgentToolResult:
@@ -125,8 +127,9 @@ class BashTool(AgentTool):
         try:
             result = await run_shell(command, self.cwd, signal=signal,
                                      timeout=timeout if isinstance(timeout, (int, float)) else None,
-                                     on_chunk=on_chunk, env=self.env, shell_path=self.shell_path, accumulator=acc)
-        except ShellError as exc:
+                                     on_chunk=on_chunk, env=self.env, shell_path=self.shell_path, accumulator=acc,
+                                     backend=self.shell, tool_call_id=tool_call_id)
+        except (ShellError, BackendError) as exc:
             raise ToolError(str(exc)) from None
         finally:
             cancel_timer()

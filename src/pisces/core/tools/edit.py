@@ -15,7 +15,8 @@ from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import TextContent
 
-from ._common import check_aborted, run_abortable
+from ._common import await_abortable, check_aborted, run_abortable
+from .backends import FileBackend
 from .edit_diff import (EditError, apply_edits, detect_line_ending, generate_diff_string, normalize_to_lf,
                         restore_line_endings, strip_bom)
 from .paths import error_code, file_mutation_queue, node_error_message, resolve_to_cwd
@@ -78,6 +79,18 @@ def prepare_edit_arguments(args: Any) -> Any:
     return rest
 
 
+def apply_to_text(raw: str, display_path: str, edits: list[dict[str, Any]]) -> tuple[str, str, int | None]:
+    """The edited file text, the numbered diff and the first changed line. A BOM and CRLF endings survive."""
+    bom, content = strip_bom(raw)
+    ending = detect_line_ending(content)
+    try:
+        base, new_content = apply_edits(normalize_to_lf(content), edits, display_path)
+    except EditError as exc:
+        raise ToolError(str(exc)) from None
+    diff, first_changed = generate_diff_string(base, new_content)
+    return bom + restore_line_endings(new_content, ending), diff, first_changed
+
+
 def _edit(path: str, display_path: str, edits: list[dict[str, Any]]) -> tuple[str, int | None]:
     if not os.access(path, os.R_OK | os.W_OK):
         try:
@@ -93,19 +106,22 @@ def _edit(path: str, display_path: str, edits: list[dict[str, Any]]) -> tuple[st
         raise ToolError(node_error_message(exc, "read")) from None
     except OSError as exc:
         raise ToolError(node_error_message(exc, "open", path)) from None
-    bom, content = strip_bom(raw)
-    ending = detect_line_ending(content)
-    try:
-        base, new_content = apply_edits(normalize_to_lf(content), edits, display_path)
-    except EditError as exc:
-        raise ToolError(str(exc)) from None
-    final = bom + restore_line_endings(new_content, ending)
+    final, diff, first_changed = apply_to_text(raw, display_path, edits)
     try:
         with open(path, "w", encoding="utf-8", errors="replace", newline="") as f:
             f.write(final)
     except OSError as exc:
         raise ToolError(node_error_message(exc, "open", path)) from None
-    return generate_diff_string(base, new_content)
+    return diff, first_changed
+
+
+async def _edit_through(files: FileBackend, signal: AbortSignal, path: str, display_path: str,
+                        edits: list[dict[str, Any]]) -> tuple[str, int | None]:
+    """The same edit with the file read from and written to a backend (an editor's buffer)."""
+    raw = await await_abortable(signal, files.read_text(path))
+    final, diff, first_changed = await run_abortable(signal, apply_to_text, raw, display_path, edits)
+    await await_abortable(signal, files.write_text(path, final))
+    return diff, first_changed
 
 
 class EditTool(AgentTool):
@@ -114,8 +130,9 @@ class EditTool(AgentTool):
     description = EDIT_DESCRIPTION
     parameters = EDIT_SCHEMA
 
-    def __init__(self, cwd: str) -> None:
+    def __init__(self, cwd: str, *, files: FileBackend | None = None) -> None:
         self.cwd = cwd
+        self.files = files
 
     def prepare_arguments(self, args: Any) -> Any:
         return prepare_edit_arguments(args)
@@ -130,7 +147,10 @@ class EditTool(AgentTool):
         path = resolve_to_cwd(raw_path, self.cwd)
         async with file_mutation_queue(path):
             check_aborted(signal)
-            diff, first_changed = await run_abortable(signal, _edit, path, raw_path, edits)
+            if self.files is None:
+                diff, first_changed = await run_abortable(signal, _edit, path, raw_path, edits)
+            else:
+                diff, first_changed = await _edit_through(self.files, signal, path, raw_path, edits)
         details: dict[str, Any] = {"diff": diff}
         if first_changed is not None:
             details["firstChangedLine"] = first_changed
@@ -138,4 +158,4 @@ class EditTool(AgentTool):
                                details=details)
 
 
-__all__ = ["EditTool", "EDIT_SCHEMA", "EDIT_DESCRIPTION", "prepare_edit_arguments"]
+__all__ = ["EditTool", "EDIT_SCHEMA", "EDIT_DESCRIPTION", "prepare_edit_arguments", "apply_to_text"]

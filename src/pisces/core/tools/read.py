@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import base64
 import codecs
+import contextlib
+import io
 import os
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import ImageContent, TextContent
 
-from ._common import run_abortable, text_result
+from ._common import await_abortable, run_abortable, text_result
+from .backends import FileBackend
 from .paths import node_error_message, resolve_read_path
 from .truncate import (DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, format_size, head_from_lines,
                        js_number, utf8_len)
@@ -98,8 +101,9 @@ class _Window:
     first_line_bytes: int    # UTF-8 bytes of the first selected line (whole line, even if huge)
 
 
-def _scan(path: str, start: int, end: int | None, max_lines: int, max_bytes: int) -> _Window:
-    """Stream ``path``; select lines [start, end) (0-based, ``end`` None = to EOF)."""
+def _scan(source: str | BinaryIO, start: int, end: int | None, max_lines: int, max_bytes: int) -> _Window:
+    """Stream ``source`` (a path, or the bytes of a file a backend served); select lines [start, end)
+    (0-based, ``end`` None = to EOF)."""
     total_nl = 0
     line = 0                   # index of the line that starts at ``pos``
     kept: list[str] = []
@@ -113,7 +117,7 @@ def _scan(path: str, start: int, end: int | None, max_lines: int, max_bytes: int
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     sentinel = "x" * (max_bytes + 1)
 
-    with open(path, "rb") as f:
+    with (open(source, "rb") if isinstance(source, str) else contextlib.nullcontext(source)) as f:
         while True:
             chunk = f.read(_CHUNK)
             if not chunk:
@@ -196,12 +200,12 @@ def _scan(path: str, start: int, end: int | None, max_lines: int, max_bytes: int
     return _Window(total_lines, kept, selected, sel_bytes if selected else 0, max(first_line_bytes, 0))
 
 
-def _read_text(path: str, display_path: str, offset: Any, limit: Any) -> tuple[str, Any]:
+def _read_text(source: str | BinaryIO, display_path: str, offset: Any, limit: Any) -> tuple[str, Any]:
     start = max(0, int(offset) - 1) if offset else 0
     start_display = start + 1
     user_limit = None if limit is None else int(limit)
     end = None if user_limit is None else start + max(user_limit, 0)
-    window = _scan(path, start, end, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES)
+    window = _scan(source, start, end, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES)
     if start >= window.total_file_lines:
         raise ToolError(f"Offset {js_number(offset)} is beyond end of file ({window.total_file_lines} lines total)")
     if window.selected_lines <= DEFAULT_MAX_LINES and window.selected_bytes <= DEFAULT_MAX_BYTES:
@@ -261,20 +265,47 @@ def _read(path: str, display_path: str, offset: Any, limit: Any) -> AgentToolRes
     return text_result(text, details)
 
 
+def _local_image(path: str) -> AgentToolResult | None:
+    """The image at ``path`` when it is a local image file, else None (with a file backend, only text goes
+    through the backend)."""
+    try:
+        with open(path, "rb") as f:
+            mime = detect_image_mime(f.read(4100))
+    except OSError:
+        return None
+    return _read(path, path, None, None) if mime else None
+
+
+def _text_from_backend(text: str, display_path: str, offset: Any, limit: Any) -> AgentToolResult:
+    try:
+        content, details = _read_text(io.BytesIO(text.encode("utf-8", "replace")), display_path, offset, limit)
+    except OSError as exc:
+        raise ToolError(node_error_message(exc, "read")) from None
+    return text_result(content, details)
+
+
 class ReadTool(AgentTool):
     name = "read"
     label = "read"
     description = READ_DESCRIPTION
     parameters = READ_SCHEMA
 
-    def __init__(self, cwd: str) -> None:
+    def __init__(self, cwd: str, *, files: FileBackend | None = None) -> None:
         self.cwd = cwd
+        self.files = files
 
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
                       on_update: ToolUpdate) -> AgentToolResult:
         raw_path = params["path"]
         path = resolve_read_path(raw_path, self.cwd)
-        return await run_abortable(signal, _read, path, raw_path, params.get("offset"), params.get("limit"))
+        offset, limit = params.get("offset"), params.get("limit")
+        if self.files is None:
+            return await run_abortable(signal, _read, path, raw_path, offset, limit)
+        image = await run_abortable(signal, _local_image, path)
+        if image is not None:
+            return image
+        text = await await_abortable(signal, self.files.read_text(path))
+        return await run_abortable(signal, _text_from_backend, text, raw_path, offset, limit)
 
 
 __all__ = ["ReadTool", "READ_SCHEMA", "READ_DESCRIPTION", "detect_image_mime"]

@@ -10,7 +10,8 @@ from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import TextContent
 
-from ._common import check_aborted, run_abortable
+from ._common import await_abortable, check_aborted, run_abortable
+from .backends import FileBackend
 from .paths import file_mutation_queue, node_error_message, resolve_to_cwd
 
 WRITE_SCHEMA: dict[str, Any] = {
@@ -55,8 +56,9 @@ class WriteTool(AgentTool):
     description = WRITE_DESCRIPTION
     parameters = WRITE_SCHEMA
 
-    def __init__(self, cwd: str) -> None:
+    def __init__(self, cwd: str, *, files: FileBackend | None = None) -> None:
         self.cwd = cwd
+        self.files = files
 
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
                       on_update: ToolUpdate) -> AgentToolResult:
@@ -65,7 +67,10 @@ class WriteTool(AgentTool):
         path = resolve_to_cwd(raw_path, self.cwd)
         async with file_mutation_queue(path):
             check_aborted(signal)
-            await run_abortable(signal, _write, path, content)
+            if self.files is None:
+                await run_abortable(signal, _write, path, content)
+            else:
+                await await_abortable(signal, self.files.write_text(path, _LONE_SURROGATE.sub("\ufffd", content)))
         return AgentToolResult(content=[TextContent(text=f"Successfully wrote {js_length(content)} bytes to {raw_path}")])
 
 

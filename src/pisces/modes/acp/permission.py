@@ -1,0 +1,155 @@
+"""The ACP approver: asks the client whether a tool call may run, with ``session/request_permission``.
+
+It has the shape of the team's approval interface (TEAM.md, interface 7): the approval policy decides allow,
+deny or ask; on ask it calls ``await approver.approve(request, timeout_ms=..., signal=...)``. Until
+``pisces.core.approval`` exists, ``ApprovalRequest`` and ``ApprovalAnswer`` below stand for its types, and
+``approve`` also takes a plain mapping with the camelCase names of the interface.
+
+What the client is shown (the faults editor users report most: a card that does not say what it approves):
+the title names the command or the path ("Run `rm -rf build`", "Edit src/app.py"), ``rawInput`` carries the
+(redacted) input, ``content`` the command in a code block or the diff of the edit, ``locations`` the file.
+
+How it ends, exactly once, and never as a silent denial that looks like a person's:
+- the person chose:        approved or not, ``reason="user"``, scope ``once`` or ``session``;
+- no answer in time:       denied, ``reason="timeout"``, "... timed out after N s ...";
+- the turn was cancelled:  denied, ``reason="cancelled"`` (the client's ``cancelled`` outcome too);
+- the client cannot ask (it answers the request with an error, or the connection is gone):
+                           the documented default, ``fallback`` (deny unless configured otherwise),
+                           ``reason="unavailable"``, with a message that says the client could not ask.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from acp import RequestError, text_block, tool_content
+from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
+
+from . import toolview
+
+DEFAULT_TIMEOUT_MS = 120_000
+OPTIONS = {  # option id -> (label, ACP kind, scope)
+    "allow-once": ("Allow once", "allow_once", "once"),
+    "allow-session": ("Allow for this session", "allow_always", "session"),
+    "allow-always": ("Always allow", "allow_always", "always"),
+    "reject-once": ("Reject", "reject_once", None),
+}
+
+
+@dataclass
+class ApprovalRequest:
+    tool_call_id: str
+    tool_name: str
+    tier: str = ""
+    identity: dict[str, Any] = field(default_factory=dict)  # {"command": ...} or {"path": ..., "content": ...}
+    input: dict[str, Any] = field(default_factory=dict)     # the call's arguments, secrets redacted
+    detail: str | None = None                               # why the policy asks
+    scopes: tuple[str, ...] = ("once", "session")           # what the person may choose beyond once
+
+
+@dataclass
+class ApprovalAnswer:
+    approved: bool
+    scope: str | None  # once / session / always, when approved
+    reason: str        # user / timeout / cancelled / unavailable / invalid
+    message: str       # a sentence for the model and the user
+
+
+def as_request(request: Any) -> ApprovalRequest:
+    if isinstance(request, ApprovalRequest):
+        return request
+    if isinstance(request, Mapping):
+        return ApprovalRequest(
+            tool_call_id=str(request.get("toolCallId", "")), tool_name=str(request.get("toolName", "")),
+            tier=str(request.get("tier", "")), identity=dict(request.get("identity") or {}),
+            input=dict(request.get("input") or {}), detail=request.get("detail"),
+            scopes=tuple(request.get("scopes") or ("once", "session")))
+    raise TypeError(f"not an approval request: {type(request).__name__}")
+
+
+def permission_title(request: ApprovalRequest) -> str:
+    command = request.identity.get("command")
+    path = request.identity.get("path")
+    if isinstance(command, str) and command:
+        return f"Run `{toolview.short_command(command)}`"
+    if isinstance(path, str) and path:
+        verb = {"edit": "Edit", "write": "Write", "read": "Read"}.get(request.tool_name, request.tool_name)
+        return f"{verb} {path}"
+    return f"Allow {request.tool_name}?"
+
+
+class AcpApprover:
+    def __init__(self, conn: Any, binding: Any, cwd: str, *, fallback: str = "deny") -> None:
+        self._conn = conn
+        self._binding = binding
+        self._cwd = cwd
+        self.fallback = fallback  # "deny" or "allow": the answer when the client cannot ask
+
+    def tool_call(self, request: ApprovalRequest) -> ToolCallUpdate:
+        view = toolview.describe(request.tool_name, {**request.input, **request.identity}, self._cwd)
+        content = list(view.content)
+        command = request.identity.get("command")
+        if isinstance(command, str) and command:
+            content.insert(0, tool_content(text_block(toolview.fenced(command))))
+        if request.detail:
+            content.append(tool_content(text_block(request.detail)))
+        return ToolCallUpdate(tool_call_id=request.tool_call_id, title=permission_title(request), kind=view.kind,
+                              status="pending", content=content or None, locations=view.locations or None,
+                              raw_input=request.input)
+
+    def options(self, request: ApprovalRequest) -> list[PermissionOption]:
+        return [PermissionOption(option_id=oid, name=label, kind=kind) for oid, (label, kind, scope) in OPTIONS.items()
+                if scope is None or scope == "once" or scope in request.scopes]
+
+    async def approve(self, request: Any, *, timeout_ms: int | None = None, signal: Any = None) -> ApprovalAnswer:
+        req = as_request(request)
+        timeout = (timeout_ms if timeout_ms is not None else DEFAULT_TIMEOUT_MS) / 1000
+        asked = asyncio.ensure_future(self._conn.request_permission(
+            session_id=self._binding.session_id, tool_call=self.tool_call(req), options=self.options(req)))
+        aborted = asyncio.get_running_loop().create_future()
+        remove = signal.add_listener(lambda: aborted.done() or aborted.set_result(None)) if signal else (lambda: None)
+        try:
+            await asyncio.wait({asked, aborted}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            asked.cancel()
+            raise
+        finally:
+            remove()
+            aborted.cancel()
+        if not asked.done():
+            asked.cancel()
+            if signal is not None and signal.aborted:
+                return ApprovalAnswer(False, None, "cancelled",
+                                      f"The turn was cancelled while {req.tool_name} waited for permission.")
+            return ApprovalAnswer(False, None, "timeout",
+                                  f"The permission request for {req.tool_name} timed out after {timeout:g} s with no "
+                                  "answer from the user; the call was not run.")
+        error = asked.exception()
+        if isinstance(error, (RequestError, ConnectionError)):
+            return self._unavailable(req, error)
+        if error is not None:
+            raise error
+        return self._answer(req, asked.result().outcome)
+
+    def _unavailable(self, req: ApprovalRequest, error: BaseException) -> ApprovalAnswer:
+        allowed = self.fallback == "allow"
+        verdict = "allowed" if allowed else "denied"
+        return ApprovalAnswer(allowed, "once" if allowed else None, "unavailable",
+                              f"The client could not ask for permission ({error}); {req.tool_name} was {verdict} by "
+                              "the default for clients that cannot ask.")
+
+    def _answer(self, req: ApprovalRequest, outcome: Any) -> ApprovalAnswer:
+        if not isinstance(outcome, AllowedOutcome):
+            return ApprovalAnswer(False, None, "cancelled",
+                                  f"The client cancelled the permission request for {req.tool_name}.")
+        chosen = OPTIONS.get(outcome.option_id)
+        if chosen is None:
+            return ApprovalAnswer(False, None, "invalid",
+                                  f"The client answered with an unknown option '{outcome.option_id}'; "
+                                  f"{req.tool_name} was not run.")
+        scope = chosen[2]
+        if scope is None:
+            return ApprovalAnswer(False, None, "user", f"The user rejected {req.tool_name}.")
+        return ApprovalAnswer(True, scope, "user", f"The user allowed {req.tool_name} ({scope}).")
