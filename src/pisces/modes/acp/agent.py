@@ -123,6 +123,10 @@ class PiscesAgent:
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         return None
 
+    def cancel_all(self) -> None:
+        for acp_session in self._sessions.values():
+            acp_session.cancel()
+
     async def shutdown(self) -> None:
         """stdin closed: stop every run and flush every session file."""
         sessions, self._sessions = list(self._sessions.values()), {}

@@ -8,6 +8,7 @@ stdin EOF ends the process with code 0 after every session was stopped and its f
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 from typing import Any
@@ -26,7 +27,12 @@ async def _serve(args: Any, out_fd: int) -> int:
 
     from .agent import PiscesAgent
     from .outbox import ResponseWatch
-    from .transport import StdioTransport
+    from .transport import InFlight, StdioTransport
+
+    # The SDK's thousands of schema classes live as long as the process: no cycle search over them, during
+    # the import (run_acp paused the collector) or ever after.
+    gc.freeze()
+    gc.enable()
 
     if args.faux_script:  # refuse a bad script at start-up, as the other modes do
         from pisces.ai.providers import faux
@@ -37,10 +43,16 @@ async def _serve(args: Any, out_fd: int) -> int:
             sys.stderr.write(f"pisces: {exc}\n")
             return 1
     watch = ResponseWatch()
+    in_flight = InFlight()
     agent = PiscesAgent(args, watch)
-    transport = StdioTransport(out_fd)
+
+    async def at_eof() -> None:  # stop the turns, then let every request read so far be answered
+        agent.cancel_all()
+        await in_flight.drain()
+
+    transport = StdioTransport(out_fd, on_eof=at_eof)
     conn = AgentSideConnection(agent, transport, listening=False, use_unstable_protocol=True,
-                               observers=[watch.observe])
+                               observers=[watch.observe, in_flight.observe])
     try:
         await conn.listen()
     finally:
@@ -51,6 +63,7 @@ async def _serve(args: Any, out_fd: int) -> int:
 
 def run_acp(args: Any) -> int:
     out_fd = _take_stdout()
+    gc.disable()
     try:
         code = asyncio.run(_serve(args, out_fd))
     except KeyboardInterrupt:

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import threading
-from typing import Any, BinaryIO
+from typing import Any, Awaitable, BinaryIO, Callable
 
 
 def _encode(message: dict[str, Any]) -> bytes:
@@ -25,8 +25,42 @@ def _encode(message: dict[str, Any]) -> bytes:
         return json.dumps(message, separators=(",", ":"), default=str).encode("ascii") + b"\n"
 
 
+EOF_DRAIN = 10.0  # seconds requests still in flight at stdin EOF get to answer (turns are cancelled first)
+
+
+class InFlight:
+    """The requests read but not answered yet (an SDK stream observer). At stdin EOF the agent answers them
+    before it leaves: a client that writes a request and closes its end still gets the answer."""
+
+    def __init__(self) -> None:
+        self._ids: set[Any] = set()
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def observe(self, event: Any) -> None:
+        message = event.message
+        request_id = message.get("id")
+        if not isinstance(request_id, (int, str)):
+            return
+        if event.direction.value == "incoming" and "method" in message:
+            self._ids.add(request_id)
+            self._idle.clear()
+        elif event.direction.value == "outgoing" and "method" not in message:
+            self._ids.discard(request_id)
+            if not self._ids:
+                self._idle.set()
+
+    async def drain(self, timeout: float = EOF_DRAIN) -> None:
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+
+
 class StdioTransport:
-    def __init__(self, out_fd: int, source: BinaryIO | None = None) -> None:
+    def __init__(self, out_fd: int, source: BinaryIO | None = None,
+                 on_eof: Callable[[], Awaitable[None]] | None = None) -> None:
+        self._on_eof = on_eof
         self._fd = out_fd
         self._source = source if source is not None else sys.stdin.buffer
         self._lines: asyncio.Queue[bytes | None] = asyncio.Queue()
@@ -69,6 +103,8 @@ class StdioTransport:
         while True:
             line = await self._lines.get()
             if line is None:
+                if self._on_eof is not None:
+                    await self._on_eof()
                 return None
             line = line.strip()
             if not line:
