@@ -76,6 +76,8 @@ async def test_without_client_capabilities_the_tools_stay_local_and_never_call_t
         reply = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=prompt_text("edit it")), HANG)
     assert reply.stop_reason == "end_turn"
     assert editor.calls == []  # ACP-CLIENTCAP-001/002: no fs/* and no terminal/* without the capability
+    asked = [m["method"] for d, m in editor.wire if d == "in" and "method" in m and m["method"] != "session/update"]
+    assert asked == []  # nor any other client method (ACP-CLIENTCAP-003: no elicitation/create)
     assert "unsaved = 1" in _finished(editor, "r1").content[0].content.text
     assert open(app).read() == "saved = 0\nunsaved = 2\n"
     assert open(os.path.join(home.cwd, "sub", "new.py")).read() == "print('new')\n"

@@ -165,6 +165,7 @@ async def test_modes_and_config_options_change_the_session(home):
         assert [o.value for o in thinking.options] == ["off"]  # faux/faux does not reason
         changed = await conn.set_config_option(config_id="model", session_id=sid, value="faux/faux-reasoning")
         assert {o.id for o in changed.config_options} == {"mode", "model", "thought_level"}  # the complete list
+        assert all(o.type == "select" for o in changed.config_options)  # ACP-CONFIG-003: no boolean options
         levels = next(o for o in changed.config_options if o.id == "thought_level")
         assert "high" in [o.value for o in levels.options]
         high = await conn.set_config_option(config_id="thought_level", session_id=sid, value="high")
@@ -233,3 +234,26 @@ async def test_no_notification_reaches_the_client_before_the_session_new_respons
 def _response_index(editor: Editor, method: str) -> int:
     ids = {m["id"] for d, m in editor.wire if d == "out" and m.get("method") == method}
     return max(i for i, (d, m) in enumerate(editor.wire) if d == "in" and m.get("id") in ids and "method" not in m) + 1
+
+
+async def test_prompts_with_an_image_a_link_an_embedded_file_and_meta_are_accepted(home):
+    from acp import image_block, resource_block, resource_link_block, text_block
+    from acp.helpers import embedded_text_resource
+
+    script = home.script([{"text": "Seen."}, {"text": "Seen again."}])
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    editor = Editor()
+    async with running(home, editor, "--faux-script", script) as conn:
+        sid = (await conn.new_session(cwd=home.cwd, mcp_servers=[])).session_id
+        first = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[
+            text_block("What is in "), resource_link_block("app.py", f"file://{home.cwd}/app.py"),
+            image_block(png, "image/png"),
+            resource_block(embedded_text_resource(f"file://{home.cwd}/app.py", "x = 1"))]), HANG)
+        second = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=prompt_text("and now?"),
+                                                    traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+                                        HANG)
+    assert first.stop_reason == "end_turn" and second.stop_reason == "end_turn"
+    (path,) = home.session_files()
+    user = [json.loads(line)["message"] for line in open(path) if '"role":"user"' in line][0]
+    assert user["content"][0]["text"].startswith(f"What is in [app.py](file://{home.cwd}/app.py)")
+    assert '<context ref="file://' in user["content"][0]["text"] and user["content"][1]["type"] == "image"

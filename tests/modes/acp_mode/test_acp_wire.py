@@ -46,6 +46,8 @@ def test_bad_lines_get_errors_ids_echo_and_the_agent_keeps_serving(home):
         assert _answer(proc, 11)["error"]["code"] == -32602
     finally:
         proc.close()
+    answers = [f for f in proc.frames if "method" not in f]
+    assert sorted(str(f["id"]) for f in answers) == sorted(["None", "None", "init-A", "7", "8", "9", "10", "11"])
     for raw in proc.raw_lines:  # ACP-TRANSPORT-001/002: UTF-8 JSON-RPC lines, nothing else
         frame = json.loads(raw.decode("utf-8"))
         assert frame["jsonrpc"] == "2.0"
@@ -54,8 +56,11 @@ def test_bad_lines_get_errors_ids_echo_and_the_agent_keeps_serving(home):
     assert proc.p.returncode == 0  # stdin EOF ends the process cleanly (ACP-SHUTDOWN-001)
 
 
-def test_stray_output_of_tools_never_reaches_stdout(home):
-    """A command's output and anything printed to fd 1 go to stderr, never into the protocol stream."""
+def test_stray_output_never_reaches_stdout_and_every_frame_validates_against_the_schema(home):
+    """A command's output and anything printed to fd 1 go to stderr, never into the protocol stream; every
+    frame of the exchange validates against the SDK's schema models (ACP-SCHEMA-001)."""
+    from acp.schema import InitializeResponse, NewSessionResponse, PromptResponse, SessionNotification
+
     script = os.path.join(home.root, "faux.json")
     with open(script, "w") as f:
         json.dump([{"toolCalls": [{"name": "bash", "arguments": {"command": "echo LEAK; echo LEAK >&2"}}]},
@@ -71,10 +76,17 @@ def test_stray_output_of_tools_never_reaches_stdout(home):
         assert _answer(proc, 3)["result"]["stopReason"] == "end_turn"
     finally:
         proc.close()
+    models = {1: InitializeResponse, 2: NewSessionResponse, 3: PromptResponse}
+    updates = 0
     for raw in proc.raw_lines:
         frame = json.loads(raw)
-        if frame.get("method") != "session/update":
+        if frame.get("method") == "session/update":
+            SessionNotification.model_validate(frame["params"])
+            updates += 1
+        else:
             assert b"LEAK" not in raw
+            models[frame["id"]].model_validate(frame["result"])
+    assert updates >= 4  # a tool call, its update, the text, the session info
 
 
 def _imported_at_start(home, stdin: str, *argv: str) -> tuple[set[str], float]:
