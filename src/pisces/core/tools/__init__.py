@@ -6,10 +6,12 @@ Tool modules are imported on first use, so importing this package (or ``truncate
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pisces.agent.types import AgentTool
-from pisces.core.tools.backends import ToolBackends
+
+if TYPE_CHECKING:  # imported when first asked for: start-up builds the tools without it
+    from pisces.core.tools.backends import ToolBackends
 
 DEFAULT_TOOL_NAMES = ["read", "bash", "edit", "write"]
 ALL_TOOL_NAMES = ["read", "bash", "edit", "write", "grep", "find", "ls"]
@@ -84,6 +86,10 @@ def __getattr__(name: str) -> Any:
 
         module = importlib.import_module(f"{__name__}.{_CLASSES[name]}")
         return getattr(module, name)
+    if name == "ToolBackends":
+        from pisces.core.tools.backends import ToolBackends
+
+        return ToolBackends
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import TextContent
 
 from ._common import await_abortable, check_aborted, run_abortable
-from .backends import FileBackend
 from .edit_diff import (EditError, apply_edits, detect_line_ending, generate_diff_string, normalize_to_lf,
                         restore_line_endings, strip_bom)
 from .paths import error_code, file_mutation_queue, node_error_message, resolve_to_cwd
+
+if TYPE_CHECKING:
+    from .backends import FileBackend
 
 EDIT_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -14,17 +14,19 @@ import io
 import os
 import struct
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import ImageContent, TextContent
 
 from ._common import await_abortable, run_abortable, text_result
-from .backends import FileBackend
 from .paths import node_error_message, resolve_read_path
 from .truncate import (DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, format_size, head_from_lines,
                        js_number, utf8_len)
+
+if TYPE_CHECKING:
+    from .backends import FileBackend
 
 READ_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import TextContent
 
 from ._common import await_abortable, check_aborted, run_abortable
-from .backends import FileBackend
 from .paths import file_mutation_queue, node_error_message, resolve_to_cwd
+
+if TYPE_CHECKING:
+    from .backends import FileBackend
 
 WRITE_SCHEMA: dict[str, Any] = {
     "type": "object",

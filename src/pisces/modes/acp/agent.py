@@ -186,7 +186,7 @@ class PiscesAgent:
         self._watch.expect(acp_session.id, acp_session.outbox)
         if mcp_servers:
             acp_session.post_text(MCP_NOTICE.format(names=", ".join(_server_name(s) for s in mcp_servers)))
-        asyncio.ensure_future(acp_session.announce_commands())
+        acp_session.announce_commands()
 
 
 def _unknown(session_id: str) -> RequestError:

@@ -53,6 +53,7 @@ class AcpSession:
         self._cancel: asyncio.Event | None = None
         self._aborting: asyncio.Future[Any] | None = None
         self._title: str | None = None
+        self._announcing: asyncio.Future[Any] | None = None
 
     # ------------------------------------------------------------------------------------------
     async def replay(self) -> None:
@@ -61,7 +62,11 @@ class AcpSession:
             await self.outbox.send_now(update)
         self._title = self._current_title()
 
-    async def announce_commands(self) -> None:
+    def announce_commands(self) -> None:
+        """Post ``available_commands_update`` (the task is kept: the loop holds tasks only weakly)."""
+        self._announcing = asyncio.ensure_future(self._announce_commands())
+
+    async def _announce_commands(self) -> None:
         """``available_commands_update`` from ``session.commands()`` (prompt templates; skills and extension
         commands when the session lists them). Reading the templates is file I/O: off the event loop."""
         try:
