@@ -92,6 +92,7 @@ class AcpSession:
             cancel = self._cancel = asyncio.Event()
             self.translator.begin()
             run = self._run = asyncio.ensure_future(self.session.prompt(text, images=images or None))
+            run.add_done_callback(lambda t: t.cancelled() or t.exception())  # a run outliving its turn is quiet
             waiter = asyncio.ensure_future(cancel.wait())
             try:
                 await asyncio.wait({run, waiter}, return_when=asyncio.FIRST_COMPLETED)
