@@ -2,8 +2,9 @@
 
 The global file is ``<agentDir>/settings.json``; the project file is ``<cwd>/.pisces/settings.json``. The
 project file wins, with nested objects merged key by key. Setters change the global file only, as pi's RPC
-setters do. They re-read the file first and change just the key being set, so keys this version does not
-know about, and edits made by another process, survive. A file that cannot be parsed is reported once on stderr and treated as
+setters do. They take the file's lock (pi's ``settings.json.lock``, see ``file_lock``), re-read the file,
+change just the key being set and replace the file, so keys this version does not know about, and the
+writes of other processes, survive. A file that cannot be parsed is reported once on stderr and treated as
 empty; a broken global file is never overwritten. Project keys that run code or redirect writes apply only
 in a trusted project (``pisces.core.trust``); the others apply everywhere.
 """
@@ -168,6 +169,7 @@ class Settings:
         self._project_error: str | None = None
         self._merged: dict[str, Any] = {}
         self._trusted: bool | None = None
+        self._unsaved: list[tuple[str, str | None, Any]] = []  # global changes a failed write did not save
         self.gated_project_settings: list[str] = []  # project keys that need trust (see pisces.core.trust)
         self.ignored_project_settings: list[str] = []  # those of them ignored: the project is not trusted
         self.reload()
@@ -427,13 +429,20 @@ class Settings:
             self._merged = deep_merge(self._global, self._project)
             if self._global_error:
                 return  # never overwrite a file the user has to repair; the change lives in memory
+            from pisces.core.file_lock import FileLock
+
+            unsaved = self._unsaved + changes  # a write that failed earlier is retried with this one
             try:
-                try:
-                    with open(self.global_path, encoding="utf-8") as f:
-                        on_disk = _parse(f.read())
-                except FileNotFoundError:
-                    on_disk = {}
-                self._apply(on_disk, changes)
-                write_atomic(self.global_path, dumps_js(on_disk))
+                # pi's protocol: lock, re-read, change only these keys, write; another process's keys survive
+                with FileLock(self.global_path):
+                    try:
+                        with open(self.global_path, encoding="utf-8") as f:
+                            on_disk = _parse(f.read())
+                    except FileNotFoundError:
+                        on_disk = {}
+                    self._apply(on_disk, unsaved)
+                    write_atomic(self.global_path, dumps_js(on_disk))
+                self._unsaved = []
             except (OSError, ValueError, TypeError) as exc:
+                self._unsaved = unsaved
                 self._warn(f"could not save {self.global_path}: {exc}")
