@@ -4,11 +4,14 @@ The command runs with the user's shell in the session cwd (settings ``shellPath`
 ``shellCommandPrefix`` apply), stdout and stderr merged, ANSI codes and control characters stripped, the
 output's tail kept within pi's limits with the full output in a temp file. ``abort_bash`` kills the
 process group at once. The message reaches the model on the next prompt; while a run streams it is held
-until then (as pi).
+until then (as pi). It belongs to the session the command ran in: when ``new_session``, ``switch_session``,
+``fork`` or ``clone`` replaced that session meanwhile, the result is appended to its file (as pi's old
+session object does), or dropped when that session never reached the disk; never to the new session.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pisces.ai.abort import AbortSignal
@@ -31,6 +34,7 @@ class BashRunner:
         settings = session.settings
         prefix = settings.shell_command_prefix
         script = f"{prefix}\n{command}" if prefix else command
+        origin_id, origin_file = session.store.get_session_id(), session.store.get_session_file()
         signal = AbortSignal()
         self._signals.add(signal)
         try:
@@ -53,8 +57,24 @@ class BashRunner:
             message.exitCode = result.exit_code
         if result.full_output_path:
             message.fullOutputPath = result.full_output_path
-        session.record_bash(message)
+        if session.store.get_session_id() == origin_id:
+            session.record_bash(message)
+        elif origin_file:
+            await asyncio.to_thread(_record_in_file, origin_file, origin_id, message)
         return data
+
+
+def _record_in_file(path: str, session_id: str, message: Any) -> None:
+    """Append ``message`` to the session file it ran for, if that session is on disk."""
+    from pisces.core.store import SessionManager
+
+    try:
+        store = SessionManager.open(path)
+    except (OSError, ValueError):
+        return
+    with store:
+        if store.is_on_disk() and store.get_session_id() == session_id:
+            store.append_message(message)
 
 
 async def run_rpc_bash(session: Any, command: str) -> dict[str, Any]:

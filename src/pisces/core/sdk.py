@@ -17,7 +17,7 @@ from pisces.core.models_registry import ModelRegistry
 from pisces.core.paths import agent_dir
 from pisces.core.session import AgentSession
 from pisces.core.settings import Settings
-from pisces.core.store import SessionManager, find_sessions_by_id, resolve_session_dir
+from pisces.core.store import SessionFileError, SessionManager, find_sessions_by_id, resolve_session_dir
 
 
 class SessionConfigError(ValueError):
@@ -38,7 +38,10 @@ def _open_store(cwd: str, settings: Settings, *, no_session: bool, session_dir: 
             if len(matches) > 1:
                 raise SessionConfigError(f"'{session}' matches {len(matches)} sessions: give more of the id")
             path = matches[0].path
-        return SessionManager.open(path, session_dir)
+        try:
+            return SessionManager.open(path, session_dir)
+        except SessionFileError as exc:
+            raise SessionConfigError(str(exc)) from None
     if continue_session:
         return SessionManager.continue_recent(cwd, directory)
     return SessionManager.create(cwd, directory)

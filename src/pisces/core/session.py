@@ -229,7 +229,7 @@ class AgentSession:
         if self._compactor_obj is None:
             from pisces.core.compaction import Compactor
 
-            self._compactor_obj = Compactor(self)
+            self._compactor_obj = Compactor(self, self._run_lock)
         return self._compactor_obj
 
     def prepare_first_prompt(self) -> None:
@@ -369,9 +369,7 @@ class AgentSession:
         state["messageCount"] = len(self.agent.messages)
         state["pendingMessageCount"] = self.pending_count
         state["queuedMessageCount"] = self.pending_count
-        state["projectTrusted"] = self.settings.project_trusted
-        if self.settings.ignored_project_settings:
-            state["ignoredProjectSettings"] = list(self.settings.ignored_project_settings)
+        state.update(views.trust_fields(self.settings))
         return state
 
     def session_stats(self) -> dict[str, Any]:
@@ -427,7 +425,7 @@ class AgentSession:
 
     def list_sessions(self, scope: str, session_dir: str | None) -> list[dict[str, Any]]:
         directory = None if scope == "all" else (session_dir or self.store.get_session_dir())
-        return [_summary(info) for info in list_sessions(directory)]
+        return views.session_rows(list_sessions(directory))
 
     def session_tree(self) -> dict[str, Any]:
         return views.tree_view(self.store.get_entries(), self.store.get_leaf_id(), self.store.get_labels())
@@ -497,10 +495,11 @@ class AgentSession:
         return False
 
     async def switch_session(self, path: str) -> bool:
+        target = os.path.abspath(os.path.expanduser(path))
+        loaded = self.store.load_target(target)  # a path that must not be the session file: refused, nothing left
         if await self._leave_current("session_before_switch", reason="resume", targetSessionFile=path):
             return True
-        path = os.path.abspath(os.path.expanduser(path))
-        self.store.set_session_file(path)
+        self.store.set_session_file(target, loaded)
         self._load_context()
         self._session_changed("switch")
         return False
@@ -614,12 +613,6 @@ class AgentSession:
         except asyncio.TimeoutError:
             pass
         self.store.close()
-
-
-def _summary(info: Any) -> dict[str, Any]:
-    import msgspec
-
-    return msgspec.to_builtins(info)
 
 
 def _js(value: Any) -> str:

@@ -221,3 +221,19 @@ def tree_view(entries: list[Any], leaf_id: str | None, labels: dict[str, str]) -
         parent = nodes.get(e.parentId) if e.parentId else None
         (parent["children"] if parent is not None else roots).append(node)
     return {"leafId": leaf_id, "nodes": roots}
+
+
+def session_rows(infos: list[Any]) -> list[dict[str, Any]]:
+    """``list_sessions`` rows: the store's SessionInfo structs as plain objects."""
+    import msgspec
+
+    return [msgspec.to_builtins(info) for info in infos]
+
+
+def trust_fields(settings: Any) -> dict[str, Any]:
+    """get_state's project-trust fields: ``projectTrusted``, and ``ignoredProjectSettings`` when the
+    project's settings asked for something its trust does not allow (see pisces.core.trust)."""
+    fields: dict[str, Any] = {"projectTrusted": settings.project_trusted}
+    if settings.ignored_project_settings:
+        fields["ignoredProjectSettings"] = list(settings.ignored_project_settings)
+    return fields

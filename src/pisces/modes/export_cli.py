@@ -19,6 +19,9 @@ def run_export(session_path: str, out_path: str | None = None) -> int:
     except OSError as exc:
         sys.stderr.write(f"pisces: cannot export {session_path}: {exc.strerror or exc}\n")
         return 1
-    sys.stdout.write(f"Exported to: {path}\n")
+    import os
+
     sys.stdout.flush()
+    sys.stdout.buffer.write(b"Exported to: " + os.fsencode(path) + b"\n")  # a path that is not UTF-8 too
+    sys.stdout.buffer.flush()
     return 0

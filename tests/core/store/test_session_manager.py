@@ -14,6 +14,7 @@ from pisces.core.store import (
     CustomMessage,
     EntryNotFoundError,
     LabelEntry,
+    SessionFileError,
     SessionManager,
     default_session_dir,
     encode_line,
@@ -148,16 +149,25 @@ def test_switch_to_a_missing_path_starts_a_session_bound_to_it(tmp_path):
     assert [x["type"] for x in read_lines(target)] == ["session", "message", "message"]
 
 
-def test_file_without_a_valid_header_is_replaced_only_on_first_write(tmp_path):
+def test_file_without_a_valid_header_is_refused_and_left_alone(tmp_path):
     target = tmp_path / "bad.jsonl"
     target.write_bytes(b"this is not a session\n")
-    sm = SessionManager.open(str(target))
-    assert sm.get_entries() == [] and sm.get_session_file() == str(target)
-    sm.append_message(user("x"))
+    with pytest.raises(SessionFileError, match="it is not a session file"):
+        SessionManager.open(str(target))
+    sm = SessionManager.create("/w", str(tmp_path))
+    with pytest.raises(SessionFileError):
+        sm.set_session_file(str(target))
     assert target.read_bytes() == b"this is not a session\n"
+    assert sm.get_session_file().startswith(str(tmp_path)) and sm.get_session_file() != str(target)
+
+
+def test_an_empty_file_becomes_the_session(tmp_path):
+    target = tmp_path / "empty.jsonl"
+    target.write_bytes(b"\n")
+    sm = SessionManager.open(str(target))
+    sm.append_message(user("x"))
     sm.append_message(assistant("y"))
-    lines = read_lines(target)
-    assert lines[0]["type"] == "session" and lines[0]["id"] == sm.get_session_id() and len(lines) == 3
+    assert [x["type"] for x in read_lines(target)] == ["session", "message", "message"]
 
 
 def test_file_deleted_while_open_is_written_again_in_full(tmp_path):

@@ -8,7 +8,11 @@ Three triggers:
 
 Every compaction emits ``compaction_start{reason}`` and ``compaction_end{reason, result?, aborted,
 willRetry, errorMessage?}``; the automatic ones also emit pisces' ``auto_compaction_start/end`` beside them.
-Only one compaction (or branch summary) runs at a time; ``abort()`` stops the one in flight at once.
+Only one compaction (or branch summary) runs at a time; ``abort()`` stops the one in flight at once, and
+cancels a manual one still waiting for its turn. A manual compaction holds the session's run lock, so no
+reply starts or streams while it rewrites the context: a prompt sent meanwhile runs after it, and a
+``compact`` sent while another compaction or a reply is under way waits for them (the automatic ones run
+inside a run, which already holds that lock).
 """
 
 from __future__ import annotations
@@ -50,8 +54,10 @@ def is_context_overflow(message: AssistantMessage, context_window: int) -> bool:
 
 
 class Compactor:
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: Any, run_lock: asyncio.Lock | None = None) -> None:
         self.session = session
+        self._run_lock = run_lock or asyncio.Lock()  # the session's: held by every run (prompt, retries)
+        self._aborts = 0
         self._lock = asyncio.Lock()
         self._signal: AbortSignal | None = None
         self._idle = asyncio.Event()
@@ -80,6 +86,7 @@ class Compactor:
             await self._idle.wait()
 
     def abort(self) -> None:
+        self._aborts += 1
         if self._signal is not None:
             self._signal.abort()
 
@@ -160,7 +167,10 @@ class Compactor:
         session.retry.cancel()
         session.agent.abort()
         await session.agent.wait_for_idle()
-        async with self._lock:
+        aborts = self._aborts
+        async with self._run_lock, self._lock:
+            if self._aborts != aborts:  # an abort (or a session switch) came while this waited its turn
+                raise SessionError("Compaction cancelled")
             signal = self._begin()
             self._start("manual", auto=False)
             try:

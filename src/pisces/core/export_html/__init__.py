@@ -29,6 +29,7 @@ from typing import Any
 import msgspec
 
 from pisces.core.store import RawEntry, SessionInfoEntry, load_session_file
+from pisces.core.store.entries import no_surrogates
 
 __all__ = ["ExportError", "export_session", "export_file", "render_html", "default_output_path"]
 
@@ -128,9 +129,13 @@ def render_html(header: Any, entries: list[Any], leaf_id: str | None, *, session
         data["systemPrompt"] = system_prompt
     if tools:
         data["tools"] = tools
-    blob = _script_safe_json(_encoder.encode(data))
+    try:
+        encoded = _encoder.encode(data)
+    except UnicodeEncodeError:  # a cwd or path that is not UTF-8: shown with U+FFFD, as the session file has it
+        encoded = _encoder.encode(no_surrogates(msgspec.to_builtins(data, enc_hook=_enc_hook)))
+    blob = _script_safe_json(encoded)
     head, middle, tail = _static_parts()
-    title = html.escape(_page_title(session_name, header), quote=True).encode("utf-8")
+    title = html.escape(no_surrogates(_page_title(session_name, header)), quote=True).encode("utf-8")
     return b"".join((head, title, middle, blob, tail))
 
 

@@ -39,6 +39,7 @@ from .messages import (
 )
 from .paths import agent_dir, default_session_dir, encode_cwd, resolve_session_dir, session_file_name, sessions_root
 from .session_file import EntryNotFoundError, SessionManager
+from .target import SessionFileError, load_target
 from .tree import SessionTreeNode, build_tree
 
 __all__ = [
@@ -52,5 +53,5 @@ __all__ = [
     "AgentMessage", "BashExecutionMessage", "BranchSummaryMessage", "CompactionSummaryMessage", "CustomMessage",
     "bash_execution_to_text", "convert_to_llm", "decode_message", "message_role",
     "agent_dir", "default_session_dir", "encode_cwd", "resolve_session_dir", "session_file_name", "sessions_root",
-    "EntryNotFoundError", "SessionManager", "SessionTreeNode", "build_tree",
+    "EntryNotFoundError", "SessionManager", "SessionTreeNode", "build_tree", "SessionFileError", "load_target",
 ]

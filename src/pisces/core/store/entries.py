@@ -180,6 +180,12 @@ def entry_type(entry: Any) -> str:
     return entry.__struct_config__.tag
 
 
+# What decoding untrusted bytes as JSON can raise: msgspec.DecodeError and UnicodeDecodeError (both
+# ValueErrors) and RecursionError (a line nested deeper than the decoder goes). A session file is read by
+# catching all of them, line by line, so one bad line never costs more than itself.
+BAD_JSON = (ValueError, RecursionError)
+
+
 def encode_line(entry: Any) -> bytes:
     """One JSONL line (with its newline): compact, UTF-8, pi's field names."""
     try:
@@ -188,6 +194,12 @@ def encode_line(entry: Any) -> bytes:
         # A lone UTF-16 surrogate (a "\\ud800" escape in a command, a cwd that is not UTF-8) cannot be UTF-8:
         # it is written as U+FFFD, so the line stays one valid line that pisces and pi both read.
         return _encoder.encode(_no_surrogates(msgspec.to_builtins(entry, enc_hook=_enc_hook))) + b"\n"
+
+
+def no_surrogates(obj: Any) -> Any:
+    """A copy of a JSON-like value with every lone surrogate (a non-UTF-8 path, a ``\\ud800`` escape)
+    made U+FFFD, so that it can be written as UTF-8."""
+    return _no_surrogates(obj)
 
 
 def _no_surrogates(obj: Any) -> Any:
@@ -226,8 +238,8 @@ def entry_from_dict(data: dict[str, Any]) -> SessionEntry:
 
 
 def decode_entry(line: bytes) -> SessionEntry:
-    """One line -> an entry. Raises ``msgspec.DecodeError`` when the line is not JSON, and ``ValueError``
-    when it is JSON but not an object with a string ``id``."""
+    """One line -> an entry. Raises one of :data:`BAD_JSON` when the line is not JSON (or too deep), and
+    ``ValueError`` when it is JSON but not an object with a string ``id``."""
     try:
         return _entry_decoder.decode(line)
     except msgspec.ValidationError:

@@ -13,7 +13,8 @@ import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
 from .ids import iso_from_ms, iso_to_ms
-from .load import header_from_dict
+from .entries import BAD_JSON
+from .load import header_from_dict, warn
 from .paths import sessions_root
 
 __all__ = ["SessionInfo", "read_session_info", "list_sessions", "find_most_recent_session", "find_sessions_by_id",
@@ -71,11 +72,11 @@ def _lenient_line(line: bytes) -> _Line | None:
         return _line_decoder.decode(line)
     except msgspec.ValidationError:
         pass
-    except msgspec.DecodeError:
+    except BAD_JSON:
         return None
     try:
         data = msgspec.json.decode(line)
-    except msgspec.DecodeError:
+    except BAD_JSON:
         return None
     if not isinstance(data, dict):
         return None
@@ -97,7 +98,7 @@ def read_header(path: str, limit: int = 1 << 16) -> dict[str, Any] | None:
         with open(path, "rb") as f:
             first = f.readline(limit)
         data = msgspec.json.decode(first)
-    except (OSError, msgspec.DecodeError):
+    except (OSError, *BAD_JSON):
         return None
     if isinstance(data, dict) and data.get("type") == "session" and isinstance(data.get("id"), str):
         return data
@@ -120,7 +121,7 @@ def read_session_info(path: str) -> SessionInfo | None:
             continue
         try:
             header_dict = msgspec.json.decode(line)
-        except msgspec.DecodeError:
+        except BAD_JSON:
             continue
         break
     if not isinstance(header_dict, dict):
@@ -178,6 +179,15 @@ def read_session_info(path: str) -> SessionInfo | None:
     )
 
 
+def _listed(path: str) -> SessionInfo | None:
+    """One file's row; a file that breaks the reader is reported and skipped, never the whole listing."""
+    try:
+        return read_session_info(path)
+    except Exception as exc:  # noqa: BLE001 - one malformed file must not fail every other one
+        warn(f"{path}: left out of the session list ({type(exc).__name__}: {exc})")
+        return None
+
+
 def _jsonl_files(directory: str) -> list[str]:
     try:
         with os.scandir(directory) as it:
@@ -201,7 +211,7 @@ def list_sessions(session_dir: str | None = None) -> list[SessionInfo]:
             dirs = []
         for d in dirs:
             files.extend(_jsonl_files(d))
-    infos = [info for info in map(read_session_info, files) if info is not None]
+    infos = [info for info in map(_listed, files) if info is not None]
     infos.sort(key=lambda s: iso_to_ms(s.modified), reverse=True)
     return infos
 

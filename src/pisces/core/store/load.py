@@ -17,6 +17,7 @@ import msgspec
 from pisces.ai.gc_pause import gc_paused
 
 from .entries import (
+    BAD_JSON,
     CURRENT_SESSION_VERSION,
     KNOWN_TYPES,
     RawEntry,
@@ -52,6 +53,8 @@ class LoadedSession:
     migrated: bool = False
     skipped_lines: int = 0
     ends_with_newline: bool = True
+    size: int = 0  # bytes read
+    has_content: bool = False  # anything but whitespace: with no header, the file is not a session
 
 
 def header_from_dict(data: dict[str, Any]) -> SessionHeader | None:
@@ -59,7 +62,7 @@ def header_from_dict(data: dict[str, Any]) -> SessionHeader | None:
         return None
     try:
         return msgspec.convert(data, SessionHeader)
-    except msgspec.ValidationError:
+    except (msgspec.ValidationError, RecursionError):
         return SessionHeader(
             id=data["id"],
             version=data["version"] if isinstance(data.get("version"), int) else msgspec.UNSET,
@@ -124,7 +127,10 @@ class _Skips:
 def parse_session_bytes(data: bytes, where: str = "session file") -> LoadedSession:
     """Parse a whole session file's bytes. See the module docstring for the rules."""
     with gc_paused():  # all of its objects stay alive: no cycle search meanwhile
-        return _parse_session_bytes(data, where)
+        loaded = _parse_session_bytes(data, where)
+    loaded.size = len(data)
+    loaded.has_content = bool(data) and not data.isspace()
+    return loaded
 
 
 def _parse_session_bytes(data: bytes, where: str) -> LoadedSession:
@@ -144,8 +150,8 @@ def _parse_session_bytes(data: bytes, where: str) -> LoadedSession:
             continue
         try:
             parsed = msgspec.json.decode(line)
-        except msgspec.DecodeError as exc:
-            skips.skip(i + 1, i == last_index, str(exc))
+        except BAD_JSON as exc:
+            skips.skip(i + 1, i == last_index, _reason(exc))
             continue
         if isinstance(parsed, dict):
             header_dict = parsed
@@ -170,8 +176,8 @@ def _parse_session_bytes(data: bytes, where: str) -> LoadedSession:
                 continue
             try:
                 entry = decode_entry(line)
-            except (msgspec.DecodeError, ValueError) as exc:
-                skips.skip(n, n - 1 == last_index, str(exc))
+            except BAD_JSON as exc:
+                skips.skip(n, n - 1 == last_index, _reason(exc))
                 continue
             if isinstance(entry, RawEntry):
                 if entry.type == "session":
@@ -188,8 +194,8 @@ def _parse_session_bytes(data: bytes, where: str) -> LoadedSession:
                 continue
             try:
                 parsed = msgspec.json.decode(line)
-            except msgspec.DecodeError as exc:
-                skips.skip(n, n - 1 == last_index, str(exc))
+            except BAD_JSON as exc:
+                skips.skip(n, n - 1 == last_index, _reason(exc))
                 continue
             if isinstance(parsed, dict):
                 if parsed.get("type") != "session":
@@ -211,6 +217,14 @@ def _parse_session_bytes(data: bytes, where: str) -> LoadedSession:
     skips.done()
     result.skipped_lines = skips.count
     return result
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 at byte {exc.start}"
+    return str(exc)
 
 
 def load_session_file(path: str) -> LoadedSession | None:

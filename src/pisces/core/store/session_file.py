@@ -10,9 +10,13 @@ and from there on each entry is one ``os.write`` of one line on an ``O_APPEND`` 
 loses at most the line being written. A file whose last line was torn gets a newline before the next
 append, so the torn line stays a single skippable line.
 
-Deliberate differences from pi, none visible on the wire: a file whose first line is not a session header
-is replaced only when the new session is first written (pi truncates it on open), a file deleted while
-open is written again in full at the next append, and a header is never written twice.
+Deliberate differences from pi: a path that is a directory, cannot be written, or holds something other
+than a session is refused when it is opened (pi truncates a file that is not a session, and loses every
+message written to a path it cannot write); a file deleted, truncated or replaced by another process while
+open is noticed at the next append, which writes the whole session again (in place when the file held only
+this session's lines, else in a new file beside it), so a header is never missing or written twice; and a
+clone or fork keeps the whole path even where a ``label`` entry sat on it (pi leaves the next entry's
+``parentId`` pointing at the dropped label, which cuts the start of the conversation off).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import msgspec
 from msgspec import UNSET
 
 from pisces.ai.types import AssistantMessage, ToolResultMessage, UserMessage
@@ -47,6 +52,7 @@ from .listing import find_most_recent_session
 from .load import LoadedSession, load_session_file, warn, write_file_atomically
 from .messages import BashExecutionMessage, CustomMessage
 from .paths import default_session_dir, session_file_name
+from .target import load_target
 from .tree import SessionTreeNode, build_tree
 
 __all__ = ["SessionManager", "EntryNotFoundError"]
@@ -71,6 +77,13 @@ def _is_assistant_entry(entry: SessionEntry) -> bool:
     return False
 
 
+def _with_parent(entry: SessionEntry, parent_id: str | None) -> SessionEntry:
+    """A copy of ``entry`` attached to ``parent_id`` (its raw line no longer applies)."""
+    if isinstance(entry, RawEntry):
+        return RawEntry({**entry.data, "parentId": parent_id})
+    return msgspec.structs.replace(entry, parentId=parent_id)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -92,11 +105,13 @@ class SessionManager:
         self._entries: list[SessionEntry] = []
         self._by_id: dict[str, SessionEntry] = {}
         self._labels: dict[str, str] = {}
+        self._label_times: dict[str, str] = {}  # target -> when its label was set (kept by clone and fork)
         self._raw: dict[str, tuple[Any, bytes]] = {}
         self._leaf_id: str | None = None
         self._has_assistant = False
         self._session_name: str | None = None
         self._written = 0  # lines of [header, *entries] on disk; 0 = this session's file not written yet
+        self._disk_size: int | None = None  # the file's size after our last write or read: less = truncated
         self._fd: int | None = None
         self.last_write_error: OSError | None = None
         if session_file:
@@ -114,8 +129,10 @@ class SessionManager:
 
     @classmethod
     def open(cls, path: str, session_dir: str | None = None) -> "SessionManager":
-        """Open ``path`` (a missing path starts a fresh session bound to it). The cwd comes from the header."""
-        loaded = load_session_file(path)
+        """Open ``path`` (a missing path starts a fresh session bound to it). The cwd comes from the header.
+        Raises :class:`SessionFileError` for a path that must not be the session file (see ``target``)."""
+        path = os.path.abspath(path)
+        loaded = load_target(path)
         cwd = loaded.header.cwd if loaded and loaded.header and loaded.header.cwd else os.getcwd()
         manager = cls(cwd, session_dir or os.path.dirname(os.path.abspath(path)), None, True)
         manager._switch(path, loaded)
@@ -155,10 +172,15 @@ class SessionManager:
     # ------------------------------------------------------------------------------------------
     # Switching
     # ------------------------------------------------------------------------------------------
-    def set_session_file(self, path: str) -> None:
-        """Switch to ``path``: load it, or start a fresh session bound to it when it does not exist or has no
-        valid header. Files of an older format version are migrated and rewritten."""
-        self._switch(path, load_session_file(path))
+    def set_session_file(self, path: str, loaded: Any = None) -> None:
+        """Switch to ``path``: load it, or start a fresh session bound to it when it does not exist or is
+        empty. Files of an older format version are migrated and rewritten. ``loaded``: what
+        :meth:`load_target` returned for it, when the caller checked it already. Raises
+        :class:`SessionFileError` (nothing changed) for a path that must not be the session file."""
+        path = os.path.abspath(path)
+        self._switch(path, loaded if loaded is not None else load_target(path))
+
+    load_target = staticmethod(load_target)
 
     def _switch(self, path: str, loaded: LoadedSession | None) -> None:
         path = os.path.abspath(path)
@@ -174,9 +196,10 @@ class SessionManager:
         self._entries = loaded.entries
         self._raw = loaded.raw_lines
         self._build_index()
+        self._written = 1 + len(self._entries)
+        self._disk_size = loaded.size
         if loaded.migrated:
             self._rewrite_file()
-        self._written = 1 + len(self._entries)
 
     def new_session(self, id: str | None = None, parent_session: str | None = None) -> str | None:
         """Start an empty session (nothing on disk yet). Returns the file it will be written to."""
@@ -190,6 +213,7 @@ class SessionManager:
         self._raw = {}
         self._build_index()
         self._written = 0
+        self._disk_size = None
         if self._persist:
             self._session_file = os.path.join(self._session_dir, session_file_name(timestamp, self._session_id))
         return self._session_file
@@ -197,6 +221,7 @@ class SessionManager:
     def _build_index(self) -> None:
         self._by_id = {}
         self._labels = {}
+        self._label_times = {}
         self._leaf_id = None
         self._has_assistant = False
         self._session_name = None
@@ -211,8 +236,10 @@ class SessionManager:
         if isinstance(entry, LabelEntry):
             if entry.label:
                 self._labels[entry.targetId] = entry.label
+                self._label_times[entry.targetId] = entry.timestamp
             else:
                 self._labels.pop(entry.targetId, None)
+                self._label_times.pop(entry.targetId, None)
         elif isinstance(entry, SessionInfoEntry) and entry.name:
             self._session_name = entry.name
 
@@ -234,21 +261,18 @@ class SessionManager:
         if not self._persist or not self._session_file:
             return
         self._close_fd()
-        write_file_atomically(self._session_file, self._all_lines())
+        data = self._all_lines()
+        write_file_atomically(self._session_file, data)
         self._written = 1 + len(self._entries)
+        self._disk_size = len(data)
 
-    def _open_fd(self, truncate: bool) -> int:
+    def _open_fd(self) -> int:
+        """The session file, opened for appending (created when missing)."""
         assert self._session_file
         directory = os.path.dirname(self._session_file)
         if directory:
             os.makedirs(directory, exist_ok=True)
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | (os.O_TRUNC if truncate else 0)
-        fd = os.open(self._session_file, flags, 0o644)
-        if not truncate:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                _write_all(fd, b"\n")  # close a torn last line so our next line stays whole
-        return fd
+        return os.open(self._session_file, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
 
     def _close_fd(self) -> None:
         if self._fd is not None:
@@ -266,25 +290,71 @@ class SessionManager:
         if self._written >= total:
             return
         try:
-            if self._fd is not None and self._written and os.fstat(self._fd).st_nlink == 0:
-                self._close_fd()  # the file was deleted under us: write it again in full
+            fresh = self._fd is None
+            if fresh:
+                self._fd = self._open_fd()
+            if self._written and not self._still_ours(fresh):
                 self._written = 0
             if self._written == 0:
-                self._close_fd()
-                self._fd = self._open_fd(truncate=True)
-                _write_all(self._fd, self._all_lines())
+                self._write_whole()
             else:
-                if self._fd is None:
-                    self._fd = self._open_fd(truncate=False)
-                entries = self._entries[self._written - 1 :]
-                _write_all(self._fd, b"".join(map(self._line, entries)))
+                data = b"".join(map(self._line, self._entries[self._written - 1 :]))
+                size = os.fstat(self._fd).st_size
+                if size and os.pread(self._fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data  # close a torn last line so our next line stays whole
+                _write_all(self._fd, data)
             self._written = total
+            self._disk_size = os.fstat(self._fd).st_size
             self.last_write_error = None
         except OSError as exc:
             # Keep the entries in memory and retry at the next append; the reopen repairs a torn line.
             self._close_fd()
             self.last_write_error = exc
             warn(f"cannot write session file {self._session_file}: {exc.strerror or exc}")
+
+    def _still_ours(self, fresh: bool) -> bool:
+        """Whether the file still holds what this session wrote: not deleted, replaced or truncated by another
+        process since. When not, say so; the caller then writes the whole session again."""
+        assert self._fd is not None and self._session_file
+        info = os.fstat(self._fd)
+        what = None
+        if info.st_nlink == 0:
+            self._close_fd()
+            self._fd = self._open_fd()
+            what = "was deleted or replaced by another process"
+        elif self._disk_size is not None and info.st_size < self._disk_size:
+            what = f"was truncated by another process (from {self._disk_size} to {info.st_size} bytes)"
+        elif fresh:
+            header = self._line(self._header)
+            if os.pread(self._fd, len(header), 0) != header:
+                what = "no longer starts with this session's header"
+        if what is None:
+            return True
+        warn(f"session file {self._session_file} {what}; writing the whole session ({len(self._entries)} entries) "
+             "again")
+        return False
+
+    def _write_whole(self) -> None:
+        """Header and every entry, into a file that is empty (or blank) or holds only a beginning of these same
+        lines (a write cut short, a truncation). Anything else there belongs to someone else: it is left alone
+        and the session moves to a new file beside it."""
+        assert self._fd is not None and self._session_file
+        data = self._all_lines()
+        size = os.fstat(self._fd).st_size
+        there = os.pread(self._fd, size, 0) if 0 < size <= len(data) else b""
+        if size and (size > len(data) or (there != data[:size] and not there.isspace())):
+            old = self._session_file
+            self._close_fd()
+            base = os.path.join(os.path.dirname(old), session_file_name(iso_now(), self._session_id))[:-len(".jsonl")]
+            n = 0
+            while os.path.lexists(self._session_file):  # the same millisecond gives the same name
+                n += 1
+                self._session_file = f"{base}-{n}.jsonl" if n > 1 else f"{base}.jsonl"
+            self._fd = self._open_fd()
+            warn(f"{old} holds content that is not this session's; the session continues in {self._session_file}")
+        elif size:
+            os.ftruncate(self._fd, 0)
+        _write_all(self._fd, data)
 
     def _append(self, entry: SessionEntry) -> str:
         self._entries.append(entry)
@@ -446,20 +516,28 @@ class SessionManager:
 
     def create_branched_session(self, leaf_id: str) -> str | None:
         """Make this manager a new session holding only root -> ``leaf_id`` (ids kept, labels re-applied as
-        fresh label entries at the end). The header's ``parentSession`` is the old file. The file is written
-        now if the path has an assistant message, else lazily. Returns the new file (``None`` in memory)."""
+        label entries at the end with the time they were set, as pi does). An entry whose parent was a
+        dropped label entry is attached to the entry before it, so the copy keeps the whole path. The
+        header's ``parentSession`` is the old file. The file is written now if the path has an assistant
+        message, else lazily. Returns the new file (``None`` in memory)."""
         previous_file = self._session_file
         path = self.get_branch(leaf_id)
         if not path:
             raise EntryNotFoundError(leaf_id)
-        kept = [e for e in path if entry_type(e) != "label"]
+        kept: list[SessionEntry] = []
+        for e in path:
+            if entry_type(e) == "label":
+                continue
+            parent_id = kept[-1].id if kept else None
+            kept.append(e if e.parentId == parent_id else _with_parent(e, parent_id))
         kept_ids = {e.id for e in kept}
         taken = set(kept_ids)
         parent = kept[-1].id if kept else None
         labels: list[SessionEntry] = []
         for target_id, label in self._labels.items():
             if target_id in kept_ids:
-                entry = LabelEntry(id=new_entry_id(taken), parentId=parent, timestamp=iso_now(), targetId=target_id,
+                entry = LabelEntry(id=new_entry_id(taken), parentId=parent,
+                                   timestamp=self._label_times.get(target_id) or iso_now(), targetId=target_id,
                                    label=label)
                 taken.add(entry.id)
                 labels.append(entry)
