@@ -141,9 +141,11 @@ def _parse_session_bytes(data: bytes, where: str) -> LoadedSession:
         last_index -= 1
     skips = _Skips(where)
 
-    # The header: the first line that parses as JSON.
+    # The header: the first line that parses as JSON. Lines skipped before it are reported only if it is
+    # found: a file with no header at all (a README) is simply not a session.
     header_dict: dict[str, Any] | None = None
     header_line = b""
+    early: list[tuple[int, bool, str]] = []
     i = 0
     for i, line in enumerate(lines):
         if not line.strip():
@@ -151,7 +153,7 @@ def _parse_session_bytes(data: bytes, where: str) -> LoadedSession:
         try:
             parsed = msgspec.json.decode(line)
         except BAD_JSON as exc:
-            skips.skip(i + 1, i == last_index, _reason(exc))
+            early.append((i + 1, i == last_index, _reason(exc)))
             continue
         if isinstance(parsed, dict):
             header_dict = parsed
@@ -161,8 +163,9 @@ def _parse_session_bytes(data: bytes, where: str) -> LoadedSession:
         i = len(lines)
     header = header_from_dict(header_dict) if header_dict is not None else None
     if header is None or header_dict is None:
-        skips.done()
-        return LoadedSession(header=None, skipped_lines=skips.count, ends_with_newline=ends_with_newline)
+        return LoadedSession(header=None, skipped_lines=len(early), ends_with_newline=ends_with_newline)
+    for skipped in early:
+        skips.skip(*skipped)
 
     body = lines[i + 1 :]
     first_no = i + 2
