@@ -228,3 +228,24 @@ def test_a_working_directory_that_is_not_utf8_exports(home):
         assert "Traceback" not in p.stderr
     finally:
         p.close()
+
+
+def test_abort_cancels_a_compact_still_waiting_for_its_turn(home, spawn):
+    slow = {"chunkSize": 2, "delayMs": 20}
+    p = spawn("--faux-script", home.faux_script([{"text": "first answer " * 5}, {"text": "summary " * 20, **slow},
+                                                 {"text": "never used"}]))
+    _prompt(p, "q1")
+    p.send({"id": "c1", "type": "compact"})
+    p.send({"id": "c2", "type": "compact"})
+    p.until_type("compaction_start", 30)
+    p.send({"id": "ab", "type": "abort"})
+    got = {}
+    p.until(lambda f: got.update({f["id"]: f} if f.get("type") == "response" else {}) or
+            {"c1", "c2", "ab"} <= set(got), 30)
+    assert got["ab"]["success"] is True
+    assert got["c1"] == {"id": "c1", "type": "response", "command": "compact", "success": False,
+                         "error": "Compaction cancelled"}
+    assert got["c2"] == {"id": "c2", "type": "response", "command": "compact", "success": False,
+                         "error": "Compaction cancelled"}
+    assert [f["type"] for f in p.frames].count("compaction_start") == 1  # the second never started
+    assert _texts(p) == ["q1", "first answer " * 5]
