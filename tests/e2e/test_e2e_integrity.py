@@ -194,9 +194,9 @@ def test_a_second_compact_never_runs_while_a_reply_streams(home, spawn):
     p.send({"id": "c1", "type": "compact"})
     p.send({"id": "p", "type": "prompt", "message": "during compaction"})
     p.send({"id": "c2", "type": "compact"})
-    seen = p.until(lambda f: f.get("id") == "c2" and f.get("type") == "response", 60)
-    p.until_type("agent_settled", 30) if not any(f.get("type") == "agent_settled" for f in seen) else None
+    p.until(lambda f: f.get("id") == "c2" and f.get("type") == "response", 60)
     frames = p.frames[start:]
+    assert "agent_settled" in [f.get("type") for f in frames]  # the prompt's run ended before c2 answered
     streaming = False
     for f in frames:
         if f.get("type") == "agent_start":
@@ -249,3 +249,22 @@ def test_abort_cancels_a_compact_still_waiting_for_its_turn(home, spawn):
                          "error": "Compaction cancelled"}
     assert [f["type"] for f in p.frames].count("compaction_start") == 1  # the second never started
     assert _texts(p) == ["q1", "first answer " * 5]
+
+
+def test_a_prompt_sent_during_a_branch_summary_runs_after_the_navigation(home, spawn):
+    slow = {"chunkSize": 2, "delayMs": 10}
+    p = spawn("--faux-script", home.faux_script([{"text": "a1"}, {"text": "a2"}, {"text": "what was tried " * 4, **slow},
+                                                 {"text": "a3"}]))
+    _prompt(p, "q1")
+    _prompt(p, "q2")
+    q2 = p.ok({"type": "get_fork_messages"})["messages"][1]["entryId"]
+    start = len(p.frames)
+    p.send({"id": "nv", "type": "navigate_tree", "targetId": q2, "summarize": True})
+    p.send({"id": "p3", "type": "prompt", "message": "q3"})
+    p.until(lambda f: f.get("type") == "agent_settled", 30)
+    order = [f.get("id") or f.get("type") for f in p.frames[start:]
+             if f.get("type") in ("response", "session_changed", "agent_start")]
+    assert order.index("session_changed") < order.index("agent_start") and order.index("nv") < order.index("agent_start")
+    roles = [(m["role"], (m.get("content") or [{}])[0].get("text") if isinstance(m.get("content"), list) else None)
+             for m in p.ok({"type": "get_messages"})["messages"]]
+    assert roles == [("user", "q1"), ("assistant", "a1"), ("branchSummary", None), ("user", "q3"), ("assistant", "a3")]
