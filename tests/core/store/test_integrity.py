@@ -230,3 +230,17 @@ def test_one_file_that_breaks_the_reader_does_not_fail_the_listing(tmp_path, mon
     monkeypatch.setattr(listing, "read_session_info", flaky)
     assert [s.path for s in list_sessions(str(tmp_path))] == [good]
     assert "other.jsonl: left out of the session list (MemoryError: simulated)" in capsys.readouterr().err
+
+
+def test_a_crlf_session_is_appended_to_in_place(tmp_path, capsys):
+    sm, _ = two_turns_with_a_label(tmp_path)
+    path = sm.get_session_file()
+    sm.close()
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(path, "wb") as f:
+        f.write(data.replace(b"\n", b"\r\n"))
+    reopened = SessionManager.open(path)
+    reopened.append_message(user("q3"))
+    assert reopened.get_session_file() == path and capsys.readouterr().err == ""
+    assert texts(SessionManager.open(path)) == ["q1", "a1", "q2", "a2", "q3"]

@@ -325,8 +325,9 @@ class SessionManager:
         elif self._disk_size is not None and info.st_size < self._disk_size:
             what = f"was truncated by another process (from {self._disk_size} to {info.st_size} bytes)"
         elif fresh:
-            header = self._line(self._header)
-            if os.pread(self._fd, len(header), 0) != header:
+            header = self._line(self._header)[:-1]
+            first = os.pread(self._fd, len(header) + 2, 0).split(b"\n", 1)[0]
+            if first.rstrip(b"\r") != header:
                 what = "no longer starts with this session's header"
         if what is None:
             return True
