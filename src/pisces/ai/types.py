@@ -198,6 +198,9 @@ class StreamOptions:
     idleTimeoutMs: int | None = None  # a stream that sends nothing for this long ends with an error
     maxRetries: int = 2  # retries inside the SDK (pi's default)
     thinkingBudgets: dict[str, int] | None = None
+    # Who makes the request: empty for the main session; for a subagent its names, most specific first
+    # (allocated task id, task id, agent name). Providers ignore it; the faux model picks a script by it.
+    requester: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------

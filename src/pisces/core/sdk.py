@@ -18,6 +18,7 @@ from pisces.core.paths import agent_dir
 from pisces.core.session import AgentSession
 from pisces.core.settings import Settings
 from pisces.core.store import SessionFileError, SessionManager, find_sessions_by_id, resolve_session_dir
+from pisces.core.task import register_task_tool
 
 
 class SessionConfigError(ValueError):
@@ -97,6 +98,8 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
         level = "off"
     all_tools = create_tools(cwd, shell_path=settings.shell_path, command_prefix=settings.shell_command_prefix,
                              backends=backends)
+    built: list[AgentSession] = []
+    register_task_tool(all_tools, lambda: built[0], adir)  # not active by default: --tools ...,task enables it
     if tools is None:
         active = list(DEFAULT_TOOL_NAMES)
     else:
@@ -113,6 +116,7 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
     sess = AgentSession(cwd=cwd, settings=settings, registry=registry, store=store, model=chosen,
                         thinking_level=level, tools=all_tools, active_tools=active, system_prompt_builder=prompt_for)
     sess.scope_patterns = scope
+    built.append(sess)
     return sess
 
 

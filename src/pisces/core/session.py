@@ -23,6 +23,7 @@ from pisces.core.models_registry import UNKNOWN_MODEL, ModelRegistry, next_think
 from pisces.core.retry import RetryPolicy
 from pisces.core.settings import Settings
 from pisces.core.store import SessionManager, convert_to_llm, entry_type, list_sessions
+from pisces.core.task.hooks import SubagentHooks
 
 Listener = Callable[[Any], None]
 
@@ -55,6 +56,7 @@ class AgentSession:
         self.retry = RetryPolicy(self)
         self._compactor_obj: Any = None  # built on first use (see the compactor property)
         self.bash_runner: Any = None
+        self.subagents = SubagentHooks()  # the task tool's spawn gate and usage callback (TEAM.md interface 8)
         self.is_compacting = False
         self._run_lock = asyncio.Lock()
         self.agent = Agent(

@@ -17,6 +17,18 @@ function ``f(context, options) -> dict`` called when the request arrives. The di
 
 An empty queue ends the request with an error message, never a hang. A script file is a JSON list of
 responses, or ``{"responses": [...], "loop": true}`` to cycle through them forever.
+
+Subagents (the ``task`` tool) can be scripted apart from the main session, so that parallel subagents do not
+race for one queue:
+
+    {"responses": [...],                            # the main session
+     "subagents": {"AddTests": [...],               # by task id as the model wrote it ("0-AddTests" works too)
+                   "AddTests-repair": [...],        # the verification repair subagent of that task
+                   "explore": [...]}}               # by agent name
+
+A subagent's request names itself (``StreamOptions.requester``: allocated id, task id, agent name); the first
+of those names present under ``subagents`` selects its queue. A subagent matching no name, and any script
+without ``subagents``, takes the next response of the main queue.
 """
 
 from __future__ import annotations
@@ -63,12 +75,16 @@ class FauxScript:
         self.loop_responses: list[FauxResponse] | None = None
         self._loop_index = 0
         self.requests: list[Context] = []
+        self.requesters: list[tuple[str, ...]] = []  # parallel to ``requests``: who asked (empty: main)
+        self.subagents: dict[str, deque[FauxResponse]] = {}
         self.default: FauxResponse | None = None
         self.source: str | None = None  # the script file loaded, if any
 
     def reset(self) -> None:
         self.source = None
         self.queue.clear()
+        self.subagents.clear()
+        self.requesters.clear()
         self.loop_responses = None
         self._loop_index = 0
         self.requests.clear()
@@ -77,11 +93,25 @@ class FauxScript:
     def enqueue(self, *responses: FauxResponse) -> None:
         self.queue.extend(responses)
 
+    def enqueue_for(self, name: str, *responses: FauxResponse) -> None:
+        """Script the subagent called ``name`` (a task id or an agent name)."""
+        self.subagents.setdefault(name, deque()).extend(responses)
+
     def set_loop(self, responses: list[FauxResponse]) -> None:
         self.loop_responses = list(responses)
         self._loop_index = 0
 
-    def next(self) -> FauxResponse | None:
+    def subagent_queue(self, requester: tuple[str, ...]) -> tuple[str, deque[FauxResponse]] | None:
+        """The scripted queue of the first of ``requester``'s names that has one."""
+        for name in requester:
+            if name in self.subagents:
+                return name, self.subagents[name]
+        return None
+
+    def next(self, requester: tuple[str, ...] = ()) -> FauxResponse | None:
+        keyed = self.subagent_queue(requester) if requester else None
+        if keyed is not None:
+            return keyed[1].popleft() if keyed[1] else None
         if self.queue:
             return self.queue.popleft()
         if self.loop_responses:
@@ -100,14 +130,23 @@ class FauxScript:
         except json.JSONDecodeError as exc:
             raise ValueError(f"Faux script {path} is not valid JSON: {exc}") from None
         loop = False
+        subagents: Any = {}
         if isinstance(data, dict):
             loop = bool(data.get("loop"))
-            data = data.get("responses")
+            subagents = data.get("subagents", {})
+            data = data.get("responses", [])
+            if not isinstance(subagents, dict) or not all(
+                    isinstance(v, list) and all(isinstance(r, dict) for r in v) for v in subagents.values()):
+                raise ValueError(f"Faux script {path}: 'subagents' must map names to lists of response objects")
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise ValueError(f"Faux script {path} must be a list of response objects "
                              "(or {\"responses\": [...], \"loop\": true})")
         for i, r in enumerate(data):
             _validate(r, f"{path}: response {i}")
+        for name, responses in subagents.items():
+            for i, r in enumerate(responses):
+                _validate(r, f"{path}: subagent {name} response {i}")
+            self.enqueue_for(name, *responses)
         if loop:
             self.set_loop(data)
         else:
@@ -171,14 +210,18 @@ _call_counter = [0]
 
 
 async def stream(model: Model, context: Context, options: StreamOptions) -> AsyncIterator[Any]:
+    requester = tuple(getattr(options, "requester", ()) or ())
     SCRIPT.requests.append(context)
+    SCRIPT.requesters.append(requester)
     out = new_output(model)
     out.responseId = f"faux-{len(SCRIPT.requests)}"
     yield StartEvent(partial=out)
-    response = SCRIPT.next()
+    keyed = SCRIPT.subagent_queue(requester) if requester else None
+    response = SCRIPT.next(requester)
     if response is None:
         out.stopReason = "error"
-        out.errorMessage = (f"faux: no scripted response left (request {len(SCRIPT.requests)}); "
+        whose = f" for subagent '{keyed[0]}'" if keyed is not None else ""
+        out.errorMessage = (f"faux: no scripted response left{whose} (request {len(SCRIPT.requests)}); "
                             "queue one with pisces.ai.providers.faux.SCRIPT.enqueue() or --faux-script FILE")
         yield ErrorEvent(reason="error", error=out)
         return

@@ -1,0 +1,192 @@
+"""Isolated task execution in git worktrees: the user's baseline, a detached worktree holding it, the task's
+delta as a patch, and cleanup.
+
+* **Baseline**, taken once per batch: HEAD, the staged and the unstaged diff, and the untracked (not ignored)
+  files of the user's repository.
+* **Worktree**: ``git worktree add --detach`` at that HEAD under ``<agent dir>/worktrees/<repo>/<pid>-<id>``,
+  then the baseline replayed into it (staged changes into its index too, untracked files copied), so the
+  subagent sees what the user sees.
+* **Snapshots**: a tree object of the whole worktree (tracked files plus untracked, not ignored ones), written
+  through a temporary index so the worktree's own index is untouched. One is taken when the baseline is in
+  place, one when the task is done; the delta is the diff between the two. Whatever the subagent does with git
+  (stage, commit, reset) the patch holds exactly its changes and never the user's own pending ones, which the
+  first snapshot already contains.
+* **Cleanup**: ``git worktree remove --force`` plus removal of the directory, always (also after an abort or a
+  crash), then ``git worktree prune``; worktrees left by a pisces process that died are swept at the next
+  isolated batch in that repository.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+
+from pisces.ai.abort import AbortSignal
+from pisces.core.task.gitrun import GitError, git, git_retrying, git_text, repo_lock
+
+NO_REPO = "Git repository not found for isolated task execution."
+
+
+class IsolationError(Exception):
+    pass
+
+
+@dataclass
+class Repo:
+    root: str  # the top level of the user's working tree
+    common_dir: str  # the shared git directory (its lock guards worktrees, refs and the user's tree)
+
+
+@dataclass
+class Baseline:
+    head: str
+    staged: bytes
+    unstaged: bytes
+    untracked: list[str]
+    nested_repos: list[str] = field(default_factory=list)  # untracked directories that are git repositories
+
+
+async def find_repo(cwd: str) -> Repo:
+    try:
+        root = (await git_text(["rev-parse", "--show-toplevel"], cwd)).strip()
+        common = (await git_text(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd)).strip()
+    except (GitError, OSError):
+        raise IsolationError(NO_REPO) from None
+    if not root:
+        raise IsolationError(NO_REPO)
+    return Repo(root=root, common_dir=common)
+
+
+async def capture_baseline(repo: Repo) -> Baseline:
+    async with repo_lock(repo.common_dir):
+        try:
+            head = (await git_text(["rev-parse", "--verify", "HEAD^{commit}"], repo.root)).strip()
+        except GitError:
+            raise IsolationError("the repository has no commit yet (HEAD is unborn); commit once, then retry")
+        staged = (await git(["diff", "--binary", "--cached"], repo.root)).stdout
+        unstaged = (await git(["diff", "--binary"], repo.root)).stdout
+        listing = (await git(["ls-files", "--others", "--exclude-standard", "-z"], repo.root)).stdout
+    untracked = [p for p in listing.decode("utf-8", "surrogateescape").split("\0") if p]
+    nested = await asyncio.to_thread(
+        lambda: [p.rstrip("/") for p in untracked if os.path.exists(os.path.join(repo.root, p.rstrip("/"), ".git"))])
+    return Baseline(head=head, staged=staged, unstaged=unstaged, untracked=untracked, nested_repos=nested)
+
+
+# -- worktrees ----------------------------------------------------------------------------------------
+def worktrees_home(agent_dir: str, repo_root: str) -> str:
+    encoded = "--" + re.sub(r"[/\\:]", "-", repo_root.lstrip("/\\")) + "--"
+    return os.path.join(agent_dir, "worktrees", encoded)
+
+
+def safe_name(task_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", task_id)[:80] or "task"
+
+
+async def create_worktree(repo: Repo, baseline: Baseline, directory: str, signal: AbortSignal | None = None) -> None:
+    """A detached worktree at the baseline's HEAD in ``directory``, with the user's pending changes replayed."""
+    async with repo_lock(repo.common_dir):
+        await git(["worktree", "remove", "--force", "--force", directory], repo.root, check=False)
+        await asyncio.to_thread(_reset_dir, directory)
+        await git_retrying(["worktree", "add", "--detach", directory, baseline.head], repo.root, signal=signal)
+    if baseline.staged.strip():
+        await git(["apply", "--cached", "--whitespace=nowarn"], directory, input=baseline.staged, signal=signal)
+        await git(["apply", "--whitespace=nowarn"], directory, input=baseline.staged, signal=signal)
+    if baseline.unstaged.strip():
+        await git(["apply", "--whitespace=nowarn"], directory, input=baseline.unstaged, signal=signal)
+    if baseline.untracked:
+        await asyncio.to_thread(_copy_untracked, repo.root, directory, baseline.untracked)
+
+
+def _reset_dir(directory: str) -> None:
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(os.path.dirname(directory), exist_ok=True)
+
+
+def _copy_untracked(source_root: str, target_root: str, entries: list[str]) -> None:
+    for entry in entries:
+        rel = entry.rstrip("/")
+        source, target = os.path.join(source_root, rel), os.path.join(target_root, rel)
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if os.path.isdir(source) and not os.path.islink(source):
+                shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+            else:
+                shutil.copy2(source, target, follow_symlinks=False)
+        except FileNotFoundError:
+            continue  # deleted since the baseline was taken
+
+
+async def snapshot(directory: str, signal: AbortSignal | None = None) -> str:
+    """The tree id of everything in ``directory`` that git would track: its HEAD's files as they are on disk now,
+    plus untracked files that are not ignored. The worktree's own index is left alone."""
+    index = os.path.join(tempfile.gettempdir(), f"pisces-task-index-{uuid.uuid4().hex}")
+    env = {"GIT_INDEX_FILE": index}
+    try:
+        await git(["read-tree", "HEAD"], directory, env=env, signal=signal)
+        await git(["add", "-A", "--", "."], directory, env=env, signal=signal)
+        return (await git_text(["write-tree"], directory, env=env, signal=signal)).strip()
+    finally:
+        await asyncio.to_thread(_unlink, index)
+
+
+def _unlink(path: str) -> None:
+    for p in (path, path + ".lock"):
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+
+
+async def tree_diff(directory: str, before: str, after: str, exclude: list[str] | None = None,
+                    signal: AbortSignal | None = None) -> bytes:
+    """The binary patch from tree ``before`` to tree ``after`` (full blob ids, so it can be merged three-way)."""
+    args = ["diff", "--binary", "--full-index", "--no-renames", "--no-color", before, after]
+    if exclude:
+        args += ["--", ".", *[f":(exclude){p}" for p in exclude]]
+    return (await git(args, directory, signal=signal)).stdout
+
+
+async def remove_worktree(repo: Repo, directory: str) -> None:
+    """Remove the worktree, whatever state it is in; never raises."""
+    try:
+        async with repo_lock(repo.common_dir):
+            await git(["worktree", "remove", "--force", "--force", directory], repo.root, check=False)
+            await asyncio.to_thread(shutil.rmtree, directory, True)
+            await git(["worktree", "prune"], repo.root, check=False)
+    except Exception:  # noqa: BLE001 - cleanup is best effort; the sweep catches what is left
+        await asyncio.to_thread(shutil.rmtree, directory, True)
+
+
+async def sweep_stale(repo: Repo, home: str) -> None:
+    """Remove worktrees that a pisces process which no longer runs left in ``home``."""
+    stale = await asyncio.to_thread(_stale_dirs, home)
+    for directory in stale:
+        await remove_worktree(repo, directory)
+    if stale:
+        return
+    async with repo_lock(repo.common_dir):
+        await git(["worktree", "prune"], repo.root, check=False)
+
+
+def _stale_dirs(home: str) -> list[str]:
+    try:
+        names = os.listdir(home)
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        pid_text = name.split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            out.append(os.path.join(home, name))
+        except PermissionError:
+            pass  # alive, someone else's
+    return out
