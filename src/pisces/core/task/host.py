@@ -25,15 +25,17 @@ class IdAllocator:
         self.prefix = prefix
         self._next: dict[str, int] = {}
 
-    def allocate(self, ids: list[str], artifacts_dir: str) -> list[str]:
-        """Blocking on first use of a directory (it lists it): call it from a worker thread."""
-        if artifacts_dir not in self._next:
-            self._next[artifacts_dir] = self._scan(artifacts_dir)
+    def allocate(self, ids: list[str], artifacts_dir: str | None) -> list[str]:
+        """Blocking on first use of a directory (it lists it): call it from a worker thread. ``None``: the
+        session is in memory (its artifacts go to a new temporary directory each call), one counter for all."""
+        key = artifacts_dir or ""
+        if key not in self._next:
+            self._next[key] = self._scan(artifacts_dir) if artifacts_dir else 0
         lead = f"{self.prefix}." if self.prefix else ""
         out = []
         for raw in ids:
-            out.append(f"{lead}{self._next[artifacts_dir]}-{raw}")
-            self._next[artifacts_dir] += 1
+            out.append(f"{lead}{self._next[key]}-{raw}")
+            self._next[key] += 1
         return out
 
     def _scan(self, directory: str) -> int:

@@ -124,7 +124,7 @@ class TaskTool:
 
         artifacts_dir, temporary = self.host.resolve_artifacts_dir()
         raw_ids = [t["id"] for t in tasks]
-        ids = await asyncio.to_thread(self._allocate, raw_ids, artifacts_dir)
+        ids = await asyncio.to_thread(self.host.allocator.allocate, raw_ids, None if temporary else artifacts_dir)
         items = []
         for i, (t, task_id) in enumerate(zip(tasks, ids)):
             assignment = str(t.get("assignment") or "").strip()
@@ -177,9 +177,6 @@ class TaskTool:
         text = prompts.task_summary(clean, duration_ms=total, merge_summary=merge_summary,
                                     batch_aborted=signal.aborted)
         return AgentToolResult(content=[TextContent(text=text)], details=details)
-
-    def _allocate(self, raw_ids: list[str], artifacts_dir: str) -> list[str]:
-        return self.host.allocator.allocate(raw_ids, artifacts_dir)
 
 
 def _text(text: str, project_dir: str | None, started: float | None = None) -> AgentToolResult:
@@ -255,8 +252,10 @@ async def _apply_patches(repo: isolation.Repo, results: list[dict[str, Any]]) ->
             merged.append(r["id"])
         elif outcome.status == "conflict":
             kept.append(f"- {r['id']}: {path} (conflict in {', '.join(outcome.conflicts)})")
+            r["error"] = f"Patch not applied: conflict in {', '.join(outcome.conflicts)}"
         else:
             kept.append(f"- {r['id']}: {path} ({outcome.error})")
+            r["error"] = f"Patch not applied: {outcome.error}"
     missing = [r for r in results if not r.get("patchPath")]
     if not kept and not missing:
         text = "Applied patches: yes"
