@@ -252,6 +252,40 @@ def test_load_file_rejects_bad_scripts(tmp_path, content, needle):
         FauxScript().load_file(str(f))
 
 
+def test_subagents_are_scripted_apart_from_the_main_session(tmp_path):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"responses": [{"text": "main"}],
+                             "subagents": {"Fix": [{"text": "fix 1"}, {"text": "fix 2"}], "explore": [{"text": "ex"}]}}))
+    s = FauxScript()
+    s.load_file(str(f))
+    # most specific name first: allocated id, task id, agent name
+    assert s.next(("0-Fix", "Fix", "task"))["text"] == "fix 1"
+    assert s.next(("1-Look", "Look", "explore"))["text"] == "ex"
+    assert s.next(())["text"] == "main"
+    assert s.next(("0-Fix", "Fix", "task"))["text"] == "fix 2"
+    assert s.next(("0-Fix", "Fix", "task")) is None  # its own queue is empty: never another's reply
+    assert s.next(("2-Other", "Other", "task")) is None  # no name matches: the (now empty) main queue
+
+
+async def test_an_exhausted_subagent_queue_says_whose_it_is(faux):
+    faux.enqueue_for("Fix", {"text": "only one"})
+    opts = StreamOptions(requester=("0-Fix", "Fix", "task"))
+    assert final(await run(options=opts)).content[0].text == "only one"
+    msg = final(await run(options=opts))
+    assert msg.stopReason == "error" and "no scripted response left for subagent 'Fix'" in msg.errorMessage
+    assert faux.requesters == [("0-Fix", "Fix", "task")] * 2
+
+
+def test_load_file_rejects_bad_subagent_scripts(tmp_path):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"subagents": {"A": {"text": "x"}}}))
+    with pytest.raises(ValueError, match="'subagents' must map names to lists"):
+        FauxScript().load_file(str(f))
+    f.write_text(json.dumps({"subagents": {"A": [{"toolCalls": [{}]}]}}))
+    with pytest.raises(ValueError, match="subagent A response 0: every tool call needs a 'name'"):
+        FauxScript().load_file(str(f))
+
+
 def test_load_missing_file(tmp_path):
     with pytest.raises(ValueError, match="Cannot read faux script"):
         FauxScript().load_file(str(tmp_path / "missing.json"))

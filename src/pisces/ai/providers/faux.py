@@ -134,7 +134,7 @@ class FauxScript:
         if isinstance(data, dict):
             loop = bool(data.get("loop"))
             subagents = data.get("subagents", {})
-            data = data.get("responses", [])
+            data = data.get("responses", [] if "subagents" in data else None)
             if not isinstance(subagents, dict) or not all(
                     isinstance(v, list) and all(isinstance(r, dict) for r in v) for v in subagents.values()):
                 raise ValueError(f"Faux script {path}: 'subagents' must map names to lists of response objects")

@@ -19,34 +19,43 @@ counter must not break the batch).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
+# Plain classes, not dataclasses: the session imports this module at start-up, and generating dataclasses
+# costs milliseconds there.
 
-@dataclass(frozen=True)
+
 class SpawnRequest:
-    id: str  # the allocated task id ("0-AddTests"; a repair subagent: "0-AddTests-repair")
-    agent: str  # the agent definition's name
-    kind: str  # "subagent" | "repair"
-    isolated: bool
-    depth: int  # 1 for a subagent of the main session, 2 for one of its subagents, ...
+    """A subagent about to start. ``id``: the allocated task id ("0-AddTests"; a repair subagent:
+    "0-AddTests-repair"); ``kind``: "subagent" or "repair"; ``depth``: 1 for a subagent of the main session,
+    2 for one of its own subagents, ..."""
+
+    __slots__ = ("id", "agent", "kind", "isolated", "depth")
+
+    def __init__(self, id: str, agent: str, kind: str, isolated: bool, depth: int) -> None:
+        self.id, self.agent, self.kind, self.isolated, self.depth = id, agent, kind, isolated, depth
+
+    def __repr__(self) -> str:
+        return (f"SpawnRequest(id={self.id!r}, agent={self.agent!r}, kind={self.kind!r}, "
+                f"isolated={self.isolated!r}, depth={self.depth!r})")
 
 
-@dataclass(frozen=True)
 class UsageReport:
-    id: str
-    agent: str
-    usage: dict[str, Any]  # this reply's Usage (pi's shape: input, output, cacheRead, cacheWrite, totalTokens, cost)
-    total: dict[str, Any]  # the subagent's usage so far, this reply included
-    depth: int
+    """One reply of a subagent: ``usage`` is that reply's Usage (pi's shape: input, output, cacheRead,
+    cacheWrite, totalTokens, cost), ``total`` the subagent's usage so far, this reply included."""
+
+    __slots__ = ("id", "agent", "usage", "total", "depth")
+
+    def __init__(self, id: str, agent: str, usage: dict[str, Any], total: dict[str, Any], depth: int) -> None:
+        self.id, self.agent, self.usage, self.total, self.depth = id, agent, usage, total, depth
 
 
-@dataclass
 class SubagentHooks:
-    spawn_gate: Callable[[SpawnRequest], str | None] | None = None
-    spawn_cancelled: Callable[[SpawnRequest], None] | None = None
-    on_usage: Callable[[UsageReport], None] | None = None
-    _warned: set[str] = field(default_factory=set, repr=False)
+    def __init__(self) -> None:
+        self.spawn_gate: Callable[[SpawnRequest], str | None] | None = None
+        self.spawn_cancelled: Callable[[SpawnRequest], None] | None = None
+        self.on_usage: Callable[[UsageReport], None] | None = None
+        self._warned: set[str] = set()
 
     def ask_spawn(self, request: SpawnRequest) -> str | None:
         gate = self.spawn_gate
