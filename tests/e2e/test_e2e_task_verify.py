@@ -12,8 +12,10 @@ from proc_table import _info
 from taskkit import (TOOLS, bash, call_task, check_event_shapes, lifecycle, make_repo, read, run_prompt, script,
                      settings, submit, summary_text, task_result, worktrees, write_file)
 
-# "check" passes when out.txt says "good"
-CHECK = {"name": "check", "command": "grep -qx good out.txt || { echo 'out.txt is not good'; cat out.txt; exit 3; }"}
+# "check" passes when out.txt says "good"; like a real test run it leaves a file behind, which must never come
+# back with the task's patch
+CHECK = {"name": "check", "command": "echo checked > check-report.txt; "
+                                     "grep -qx good out.txt || { echo 'out.txt is not good'; cat out.txt; exit 3; }"}
 SAY = {"name": "say", "command": "echo said-it"}
 PROFILES = {"strict": {"mode": "command", "commands": [CHECK], "onFailure": "discard_patch"},
             "quick": {"commands": [SAY]}}
@@ -67,6 +69,8 @@ def test_each_verify_shape(home, spawn):
         "onFailure": "discard_patch"}
     end = next(f for f in frames if f.get("type") == "subagent_end")
     assert end["verification"] == v
+    assert read(os.path.join(repo, "out.txt")) == "good\n"  # the patch landed, without what the check wrote
+    assert not os.path.exists(os.path.join(repo, "check-report.txt"))
 
     # inline commands, no profile: a failing optional command does not fail verification
     frames = run_prompt(p)
@@ -174,6 +178,8 @@ def test_each_on_failure_policy(home, spawn):
         "retried_passed", 1, ["failed", "passed"])
     assert r["repair"] == {"id": "2-Fix-repair", "exitCode": 0}
     assert read(os.path.join(repo, "out.txt")) == "good\n"
+    assert "check-report" not in read(r["patchPath"])  # what the first check run wrote stayed behind
+    assert not os.path.exists(os.path.join(repo, "check-report.txt"))
 
     # retry_once whose repair does not fix it: attempt 2 fails too, exit 1, patch kept
     frames = run_prompt(p)

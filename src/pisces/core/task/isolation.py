@@ -151,6 +151,43 @@ async def tree_diff(directory: str, before: str, after: str, exclude: list[str] 
     return (await git(args, directory, signal=signal)).stdout
 
 
+_ZERO = "0" * 40
+
+
+async def undo_side_effects(directory: str, tree: str, clean: str, checked: str) -> str:
+    """``tree`` without what verification commands wrote: every path that changed from ``clean`` (the task's
+    work, before the checks ran) to ``checked`` (after them) and that the repair subagent then left as the checks
+    left it, goes back to its ``clean`` state. Build output, caches and reports never reach the patch."""
+    raw = (await git(["diff-tree", "-r", "-z", "--no-renames", clean, checked], directory)).stdout
+    fields = raw.decode("utf-8", "surrogateescape").split("\0")
+    by_checks: dict[str, tuple[str, str, str]] = {}
+    i = 0
+    while i + 1 < len(fields) and fields[i].startswith(":"):
+        old_mode, _new_mode, old_sha, _new_sha, status = fields[i][1:].split(" ")
+        by_checks[fields[i + 1]] = (old_mode, old_sha, status)
+        i += 2
+    if not by_checks:
+        return tree
+    touched = (await git(["diff-tree", "-r", "-z", "--no-renames", "--name-only", checked, tree], directory)).stdout
+    by_repair = set(touched.decode("utf-8", "surrogateescape").split("\0"))
+    lines = []
+    for path, (mode, sha, status) in by_checks.items():
+        if path in by_repair:
+            continue
+        lines.append(f"0 {_ZERO}\t{path}" if status == "A" else f"{mode} {sha}\t{path}")
+    if not lines:
+        return tree
+    index = os.path.join(tempfile.gettempdir(), f"pisces-task-index-{uuid.uuid4().hex}")
+    env = {"GIT_INDEX_FILE": index}
+    try:
+        await git(["read-tree", tree], directory, env=env)
+        await git(["update-index", "--index-info"], directory, env=env,
+                  input=("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+        return (await git_text(["write-tree"], directory, env=env)).strip()
+    finally:
+        await asyncio.to_thread(_unlink, index)
+
+
 async def remove_worktree(repo: Repo, directory: str) -> None:
     """Remove the worktree, whatever state it is in; never raises."""
     try:

@@ -147,32 +147,35 @@ async def _work(batch: Batch, item: TaskItem, directory: str, before: str) -> di
     run = batch.subagent(item, task_id=item.id, raw_id=item.raw_id, task=item.task, cwd=directory,
                          worktree=directory)
     result = await run_subagent(run, batch.host, batch.signal, batch.progress(item.index))
+    if batch.signal.aborted:
+        return result
+    after = await isolation.snapshot(directory)  # the task's work, before any check writes into the tree
     resolved = batch.verification
     keep_patch = True
     if resolved.requested:
-        if result["exitCode"] == 0 and not batch.signal.aborted:
-            result, keep_patch = await _verify(batch, item, directory, result)
+        if result["exitCode"] == 0:
+            result, keep_patch, after = await _verify(batch, item, directory, result, after)
         else:
             result["verification"] = resolved.result("skipped", [], 0)
     if batch.signal.aborted:
         return result
     if result["exitCode"] == 0 and batch.cfg.merge_mode == "branch":
-        return await _to_branch(batch, item, directory, before, result)
+        return await _to_branch(batch, item, directory, before, after, result)
     if result["exitCode"] == 0 or (keep_patch and result.get("verification", {}).get("status") == "failed"):
-        return await _capture(batch, item, directory, before, result)
+        return await _capture(batch, item, directory, before, after, result)
     return result
 
 
-async def _verify(batch: Batch, item: TaskItem, directory: str, result: dict[str, Any]
-                  ) -> tuple[dict[str, Any], bool]:
-    """(result, whether a failed result keeps its patch)."""
+async def _verify(batch: Batch, item: TaskItem, directory: str, result: dict[str, Any], after: str
+                  ) -> tuple[dict[str, Any], bool, str]:
+    """(result, whether a failed result keeps its patch, the tree the patch is taken from)."""
     resolved = batch.verification
     ctx = verify.AttemptContext(cwd=directory, artifacts_dir=batch.artifacts_dir, task_id=item.id, emit=batch.emit,
                                 shell=batch.shell, env=batch.shell_env, signal=batch.signal)
     first = await verify.run_attempt(resolved, ctx, 1)
     if first["status"] == "passed":
         result["verification"] = resolved.result("passed", [first], 0)
-        return result, True
+        return result, True, after
     attempts, retries = [first], 0
     if resolved.on_failure == "retry_once" and resolved.max_retries >= 1 and not batch.signal.aborted:
         repair_id = f"{item.id}-repair"
@@ -182,7 +185,8 @@ async def _verify(batch: Batch, item: TaskItem, directory: str, result: dict[str
             message = f"{refusal}; repair skipped"
             result.update(exitCode=1, stderr=message, error=message,
                           verification=resolved.result("failed", attempts, 0))
-            return result, True
+            return result, True, after
+        checked = await isolation.snapshot(directory)
         limit = _context_lines(batch.cfg)
         task = prompts.repair_prompt(item.task, verify.failed_commands(first), limit)
         batch.emit(events.subagent_start(repair_id, batch.agent.name, True))
@@ -192,16 +196,19 @@ async def _verify(batch: Batch, item: TaskItem, directory: str, result: dict[str
         batch.emit(events.subagent_end(repair_id, batch.agent.name, repair["exitCode"]))
         retries = 1
         result = _merge_repair(result, repair)
+        if not batch.signal.aborted:
+            repaired = await isolation.snapshot(directory)
+            after = await isolation.undo_side_effects(directory, repaired, after, checked)
         if repair["exitCode"] == 0 and not batch.signal.aborted:
             second = await verify.run_attempt(resolved, ctx, 2)
             attempts.append(second)
             if second["status"] == "passed":
                 result["verification"] = resolved.result("retried_passed", attempts, retries)
-                return result, True
+                return result, True, after
     result["verification"] = resolved.result("failed", attempts, retries)
     message = verify.failure_message(attempts[-1])
     result.update(exitCode=1, stderr=message, error=message)
-    return result, resolved.on_failure != "discard_patch"
+    return result, resolved.on_failure != "discard_patch", after
 
 
 def _merge_repair(result: dict[str, Any], repair: dict[str, Any]) -> dict[str, Any]:
@@ -229,16 +236,11 @@ def _context_lines(cfg: TaskConfig) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 200
 
 
-async def _delta(batch: Batch, directory: str, before: str) -> tuple[bytes, str]:
-    after = await isolation.snapshot(directory)
-    nested = batch.baseline.nested_repos if batch.baseline else []
-    return await isolation.tree_diff(directory, before, after, exclude=nested), after
-
-
-async def _capture(batch: Batch, item: TaskItem, directory: str, before: str, result: dict[str, Any]
+async def _capture(batch: Batch, item: TaskItem, directory: str, before: str, after: str, result: dict[str, Any]
                    ) -> dict[str, Any]:
+    nested = batch.baseline.nested_repos if batch.baseline else []
     try:
-        patch, after = await _delta(batch, directory, before)
+        patch = await isolation.tree_diff(directory, before, after, exclude=nested)
         path = os.path.join(batch.artifacts_dir, f"{item.id}.patch")
         await asyncio.to_thread(_write_bytes, path, patch)
     except Exception as exc:  # noqa: BLE001
@@ -249,10 +251,10 @@ async def _capture(batch: Batch, item: TaskItem, directory: str, before: str, re
     return result
 
 
-async def _to_branch(batch: Batch, item: TaskItem, directory: str, before: str, result: dict[str, Any]
-                     ) -> dict[str, Any]:
+async def _to_branch(batch: Batch, item: TaskItem, directory: str, before: str, after: str,
+                     result: dict[str, Any]) -> dict[str, Any]:
     assert batch.repo is not None and batch.baseline is not None
-    result = await _capture(batch, item, directory, before, result)  # the patch is kept whatever happens next
+    result = await _capture(batch, item, directory, before, after, result)  # the patch is kept whatever happens next
     if "patchPath" not in result:
         return result
     patch = await asyncio.to_thread(_read_bytes, result["patchPath"])

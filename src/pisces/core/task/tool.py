@@ -173,6 +173,7 @@ class TaskTool:
             await asyncio.to_thread(shutil.rmtree, artifacts_dir, True)
             for r in clean:  # nothing may point into the directory just removed
                 r.pop("outputPath", None)
+                r.pop("patchPath", None)
         details["outputPaths"] = [r["outputPath"] for r in clean if r.get("outputPath")]
         text = prompts.task_summary(clean, duration_ms=total, merge_summary=merge_summary,
                                     batch_aborted=signal.aborted)
