@@ -77,6 +77,14 @@ def write_file(path: str, content: str) -> dict[str, Any]:
     return {"toolCalls": [{"name": "write", "arguments": {"path": path, "content": content}}]}
 
 
+def start(spawn: Any, home: Any, *args: str) -> Any:
+    """``pisces --mode rpc --tools ...,task *args`` with its own TMPDIR (artifacts of in-memory sessions go
+    there), so a test leaves nothing behind in the machine's /tmp."""
+    tmp = os.path.join(home.root, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    return spawn("--tools", TOOLS, *args, env=home.env(TMPDIR=tmp))
+
+
 def script(home: Any, parent: list[dict], subagents: dict[str, list[dict]]) -> str:
     return home.faux_script({"responses": parent, "subagents": subagents})
 

@@ -10,7 +10,7 @@ import os
 import time
 
 from proc_table import _info
-from taskkit import (TOOLS, bash, call_task, check_event_shapes, git, lifecycle, make_repo, read, run_prompt, script,
+from taskkit import (bash, call_task, check_event_shapes, git, lifecycle, make_repo, read, run_prompt, script, start,
                      settings, submit, summary_text, task_result, worktrees, write, write_file)
 
 ISOLATED = {"isolation": {"mode": "worktree"}}
@@ -22,7 +22,7 @@ def _updates(frames: list[dict]) -> list[list[tuple[str, str]]]:
 
 
 def test_parallel_batch_runs_subagents_side_by_side(home, spawn):
-    p = spawn("--tools", TOOLS, "--no-session", "--faux-script", script(home, [
+    p = start(spawn, home, "--no-session", "--faux-script", script(home, [
         call_task({"agent": "task", "context": "Shared notes for both.", "tasks": [
             {"id": "Left", "description": "left side", "assignment": "Report the left side."},
             {"id": "Right", "description": "right side", "assignment": "Report the right side."}]}),
@@ -58,7 +58,7 @@ def test_parallel_batch_runs_subagents_side_by_side(home, spawn):
 
 def test_max_concurrency_one_runs_tasks_one_after_another(home, spawn):
     settings(home, {"maxConcurrency": 1})
-    p = spawn("--tools", TOOLS, "--no-session", "--faux-script", script(home, [
+    p = start(spawn, home, "--no-session", "--faux-script", script(home, [
         call_task({"agent": "quick_task", "tasks": [
             {"id": "A", "description": "a", "assignment": "a"}, {"id": "B", "description": "b", "assignment": "b"}]}),
         {"text": "ok"}], {"A": [submit("a")], "B": [submit("b")]}))
@@ -71,7 +71,7 @@ def test_max_concurrency_one_runs_tasks_one_after_another(home, spawn):
 def test_isolated_task_patch_lands_in_the_users_tree(home, spawn):
     repo = make_repo(home.cwd)
     settings(home, ISOLATED)
-    p = spawn("--tools", TOOLS, "--faux-script", script(home, [
+    p = start(spawn, home, "--faux-script", script(home, [
         call_task({"agent": "task", "isolated": True, "tasks": [
             {"id": "Edit", "description": "uppercase beta", "assignment": "Change beta to BETA in app.txt."}]}),
         {"text": "done"}], {
@@ -123,7 +123,7 @@ def test_isolated_task_leaves_the_users_dirty_tree_intact(home, spawn):
     repo = make_repo(home.cwd, _FILES)
     before = _dirty(repo)
     settings(home, ISOLATED)
-    p = spawn("--tools", TOOLS, "--faux-script", script(home, [
+    p = start(spawn, home, "--faux-script", script(home, [
         call_task({"agent": "task", "isolated": True, "tasks": [
             {"id": "Tail", "description": "shout epsilon", "assignment": "Uppercase epsilon; add new.txt."}]}),
         {"text": "done"}], {
@@ -147,7 +147,7 @@ def test_subagent_that_commits_brings_back_only_its_own_changes(home, spawn):
     repo = make_repo(home.cwd, _FILES)
     before = _dirty(repo)
     settings(home, ISOLATED)
-    p = spawn("--tools", TOOLS, "--faux-script", script(home, [
+    p = start(spawn, home, "--faux-script", script(home, [
         call_task({"agent": "task", "isolated": True, "tasks": [
             {"id": "Commit", "description": "commits", "assignment": "Make the change and commit it."}]}),
         {"text": "done"}], {
@@ -168,7 +168,7 @@ def test_subagent_that_commits_brings_back_only_its_own_changes(home, spawn):
 def test_conflicting_patches_apply_the_first_and_report_the_second(home, spawn):
     repo = make_repo(home.cwd)
     settings(home, ISOLATED)
-    p = spawn("--tools", TOOLS, "--faux-script", script(home, [
+    p = start(spawn, home, "--faux-script", script(home, [
         call_task({"agent": "task", "isolated": True, "tasks": [
             {"id": "First", "description": "b1", "assignment": "beta -> B1"},
             {"id": "Second", "description": "b2", "assignment": "beta -> B2"}]}),
@@ -195,7 +195,7 @@ def test_branch_mode_commits_to_a_task_branch_and_merges_it(home, spawn):
     repo = make_repo(home.cwd)
     write(os.path.join(repo, "scratch.txt"), "mine\n")  # untracked: must not end up in the task's commit
     settings(home, {"isolation": {"mode": "worktree", "merge": "branch"}})
-    p = spawn("--tools", TOOLS, "--no-session", "--faux-script", script(home, [
+    p = start(spawn, home, "--no-session", "--faux-script", script(home, [
         call_task({"agent": "task", "isolated": True, "tasks": [
             {"id": "Feature", "description": "Add feature.txt", "assignment": "Create feature.txt."}]}),
         {"text": "done"}], {"Feature": [write_file("feature.txt", "feature\n"), submit("added")]}))
@@ -216,7 +216,7 @@ def test_abort_mid_task_stops_the_subagent_and_leaves_no_worktree(home, spawn):
     repo = make_repo(home.cwd)
     settings(home, ISOLATED)
     pid_file = os.path.join(home.root, "sleeper.pid")
-    p = spawn("--tools", TOOLS, "--no-session", "--faux-script", script(home, [
+    p = start(spawn, home, "--no-session", "--faux-script", script(home, [
         call_task({"agent": "task", "isolated": True, "tasks": [
             {"id": "Slow", "description": "slow", "assignment": "Wait."},
             {"id": "Later", "description": "later", "assignment": "Never starts."}]}),

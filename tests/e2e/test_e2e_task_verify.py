@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from proc_table import _info
-from taskkit import (TOOLS, bash, call_task, check_event_shapes, lifecycle, make_repo, read, run_prompt, script,
+from taskkit import (bash, call_task, check_event_shapes, lifecycle, make_repo, read, run_prompt, script, start,
                      settings, submit, summary_text, task_result, worktrees, write_file)
 
 # "check" passes when out.txt says "good"; like a real test run it leaves a file behind, which must never come
@@ -40,7 +40,7 @@ def _one(frames: list[dict]) -> dict:
 def test_each_verify_shape(home, spawn):
     repo = make_repo(home.cwd)
     settings(home, {"isolation": {"mode": "worktree"}, "verification": {"profiles": PROFILES}})
-    p = spawn("--tools", TOOLS, "--no-session", "--faux-script", script(home, [
+    p = start(spawn, home, "--no-session", "--faux-script", script(home, [
         _batch("Off", False), {"text": "1"},
         _batch("Named", "strict"), {"text": "2"},
         _batch("Inline", {"commands": [CHECK, {"name": "lint", "command": "exit 1", "optional": True}]}), {"text": "3"},
@@ -82,8 +82,8 @@ def test_each_verify_shape(home, spawn):
     assert "profile" not in v and v["onFailure"] == "return_failure"
     assert [(c["name"], c["exitCode"], c.get("optional")) for c in v["attempts"][0]["commandResults"]] == [
         ("check", 0, None), ("lint", 1, True)]
-    start = next(f for f in frames if f.get("type") == "subagent_verification_start")
-    assert "profile" not in start
+    begun = next(f for f in frames if f.get("type") == "subagent_verification_start")
+    assert "profile" not in begun
 
     # a profile plus an inline override: the inline commands replace the profile's, the rest comes from it
     frames = run_prompt(p)
@@ -113,7 +113,7 @@ def test_default_profile_for_true_and_required_verification(home, spawn):
     repo = make_repo(home.cwd)
     settings(home, {"isolation": {"mode": "worktree"}, "verification": {
         "enabled": True, "requireForIsolated": True, "defaultProfile": "quick", "profiles": PROFILES}})
-    p = spawn("--tools", TOOLS, "--no-session", "--faux-script", script(home, [
+    p = start(spawn, home, "--no-session", "--faux-script", script(home, [
         _batch("Default", True), {"text": "1"}, _batch("Implicit"), {"text": "2"}],
         {"Default": _writes("good\n"), "Implicit": _writes("good\n")}))
     for task_id in ("0-Default", "1-Implicit"):
@@ -133,7 +133,7 @@ def _failed_check(task_id: str, attempt: int = 1) -> list[str]:
 def test_each_on_failure_policy(home, spawn):
     repo = make_repo(home.cwd)
     settings(home, {"isolation": {"mode": "worktree"}})
-    p = spawn("--tools", TOOLS, "--no-session", "--faux-script", script(home, [
+    p = start(spawn, home, "--no-session", "--faux-script", script(home, [
         _batch("Keep", {"commands": [CHECK]}), {"text": "1"},
         _batch("Drop", {"commands": [CHECK], "onFailure": "discard_patch"}), {"text": "2"},
         _batch("Fix", {"commands": [CHECK], "onFailure": "retry_once"}), {"text": "3"},
@@ -200,7 +200,7 @@ def test_a_verification_command_past_its_timeout_is_killed_with_its_group(home, 
     pid_file = os.path.join(home.root, "bg.pid")
     slow = {"name": "slow", "timeoutMs": 300,
             "command": f"sleep 60 & echo $! > {pid_file}; echo waiting; wait"}
-    p = spawn("--tools", TOOLS, "--no-session", "--faux-script", script(home, [
+    p = start(spawn, home, "--no-session", "--faux-script", script(home, [
         _batch("Hang", {"commands": [slow, SAY]}), {"text": "1"}], {"Hang": _writes("good\n")}))
     frames = run_prompt(p)
     assert lifecycle(frames) == [

@@ -11,6 +11,16 @@ import pytest
 from task_util import git
 
 
+@pytest.fixture(autouse=True)
+def _own_tmp(tmp_path, monkeypatch):
+    """Temporary artifacts and indexes go under the test's own directory, never the machine's /tmp."""
+    import tempfile
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+
+
 @pytest.fixture
 def agent_dir() -> str:
     path = os.environ["PISCES_CODING_AGENT_DIR"]
