@@ -264,3 +264,24 @@ async def test_project_agent_overrides_bundled_only_in_a_trusted_project(session
         else:
             assert result["agentSource"] == "bundled" and "PROJECT SCOUT PROMPT" not in system
             assert tools == ["find", "grep", "ls", "read", "submit_result"]
+
+
+async def test_branch_merge_keeps_the_branch_that_does_not_apply(session, task_settings, repo):
+    task_settings({"isolation": {"mode": "worktree", "merge": "branch"}})
+    s = session()
+
+    def writes(text: str) -> list[dict]:
+        return [{"toolCalls": [{"name": "write", "arguments": {"path": "app.txt", "content": text}}]}, submit("ok")]
+
+    text, details = await run(s, {"agent": "task", "isolated": True, "tasks": [
+        {"id": "A", "description": "first edit", "assignment": "a"},
+        {"id": "B", "description": "second edit", "assignment": "b"}]},
+        {"A": writes("from A\n"), "B": writes("from B\n")})
+    assert [r["branchName"] for r in details["results"]] == ["pisces/task/0-A", "pisces/task/1-B"]
+    assert "Branch merge failed. Merged: pisces/task/0-A.\nFailed: pisces/task/1-B.\nConflict: pisces/task/1-B:" in text
+    assert "Unmerged branches remain for manual resolution." in text
+    assert git(repo, "branch", "--list", "pisces/*").split() == ["pisces/task/1-B"]  # the merged one is gone
+    assert git(repo, "log", "-1", "--format=%s") == "first edit\n"
+    assert git(repo, "status", "--porcelain") == ""  # the failed cherry-pick was aborted cleanly
+    assert git(repo, "show", "pisces/task/1-B:app.txt") == "from B\n"
+    assert worktrees(repo) == [repo]

@@ -178,15 +178,17 @@ async def merge_branches(repo: Repo, branches: list[str]) -> BranchMerge:
     """Cherry-pick each branch onto the user's HEAD, in order; stop at the first that does not apply cleanly
     (the cherry-pick is aborted, the branch and the ones after it stay for the user)."""
     merged: list[str] = []
+    outcome = BranchMerge(merged, [])
     ident = await identity_env(repo.root)
     async with repo_lock(repo.common_dir):
         for i, branch in enumerate(branches):
             result = await git(["cherry-pick", "--allow-empty", branch], repo.root, env=ident, check=False)
             if result.code != 0:
                 await git(["cherry-pick", "--abort"], repo.root, check=False)
-                detail = result.stderr.strip() or (result.text.strip())
-                return BranchMerge(merged, branches[i:], f"{branch}: {detail[:2000]}")
+                detail = result.stderr.strip() or result.text.strip()
+                outcome = BranchMerge(merged, branches[i:], f"{branch}: {detail[:2000]}")
+                break
             merged.append(branch)
-        for branch in merged:
+        for branch in merged:  # merged work is on the user's branch now; the failed ones stay
             await git(["branch", "-D", branch], repo.root, check=False)
-    return BranchMerge(merged, [])
+    return outcome
