@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 
 import pytest
@@ -233,11 +234,17 @@ async def test_stale_worktrees_of_a_dead_process_are_swept(session, task_setting
     home = worktrees_home(agent_dir, repo)
     stale = os.path.join(home, "999999999-0-Old")  # no process has that pid
     git(repo, "worktree", "add", "--detach", stale, "HEAD")
-    assert stale in worktrees(repo)
+    gone = os.path.join(home, "999999998-0-Gone")  # its directory already deleted, its registration left
+    git(repo, "worktree", "add", "--detach", gone, "HEAD")
+    shutil.rmtree(gone)
+    users = os.path.join(os.path.dirname(repo), "users-own-worktree")  # not ours: never touched, even missing
+    git(repo, "worktree", "add", "--detach", users, "HEAD")
+    shutil.rmtree(users)
+    assert stale in worktrees(repo) and gone in worktrees(repo)
     s = session()
     _, details = await run(s, {"agent": "task", "isolated": True, "tasks": one("New")}, {"New": [submit("ok")]})
     assert details["results"][0]["exitCode"] == 0
-    assert worktrees(repo) == [repo] and not os.path.exists(stale)
+    assert worktrees(repo) == [repo, users] and not os.path.exists(stale)
 
 
 async def test_project_agent_overrides_bundled_only_in_a_trusted_project(session, repo, monkeypatch):

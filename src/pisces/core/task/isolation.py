@@ -12,8 +12,8 @@ delta as a patch, and cleanup.
   (stage, commit, reset) the patch holds exactly its changes and never the user's own pending ones, which the
   first snapshot already contains.
 * **Cleanup**: ``git worktree remove --force`` plus removal of the directory, always (also after an abort or a
-  crash), then ``git worktree prune``; worktrees left by a pisces process that died are swept at the next
-  isolated batch in that repository.
+  crash); worktrees left by a pisces process that died are swept at the next isolated batch in that
+  repository. Other worktrees of the repository are never touched.
 """
 
 from __future__ import annotations
@@ -189,34 +189,36 @@ async def undo_side_effects(directory: str, tree: str, clean: str, checked: str)
 
 
 async def remove_worktree(repo: Repo, directory: str) -> None:
-    """Remove the worktree, whatever state it is in; never raises."""
+    """Remove the worktree (its directory and its registration in the repository), whatever state it is in;
+    never raises. Other worktrees of the repository are not touched (no ``git worktree prune``)."""
     try:
         async with repo_lock(repo.common_dir):
             await git(["worktree", "remove", "--force", "--force", directory], repo.root, check=False)
             await asyncio.to_thread(shutil.rmtree, directory, True)
-            await git(["worktree", "prune"], repo.root, check=False)
     except Exception:  # noqa: BLE001 - cleanup is best effort; the sweep catches what is left
         await asyncio.to_thread(shutil.rmtree, directory, True)
 
 
 async def sweep_stale(repo: Repo, home: str) -> None:
-    """Remove worktrees that a pisces process which no longer runs left in ``home``."""
-    stale = await asyncio.to_thread(_stale_dirs, home)
+    """Remove the worktrees a pisces process that no longer runs left under ``home``: the directories there, and
+    registrations of worktrees under ``home`` whose directory is already gone."""
+    listing = (await git(["worktree", "list", "--porcelain", "-z"], repo.root, check=False)).stdout
+    registered = [f[len("worktree "):] for f in listing.decode("utf-8", "surrogateescape").split("\0")
+                  if f.startswith("worktree ")]
+    stale = await asyncio.to_thread(_stale_dirs, home, registered)
     for directory in stale:
         await remove_worktree(repo, directory)
-    if stale:
-        return
-    async with repo_lock(repo.common_dir):
-        await git(["worktree", "prune"], repo.root, check=False)
 
 
-def _stale_dirs(home: str) -> list[str]:
+def _stale_dirs(home: str, registered: list[str]) -> list[str]:
     try:
-        names = os.listdir(home)
+        names = set(os.listdir(home))
     except OSError:
-        return []
+        names = set()
+    prefix = os.path.join(home, "")
+    names |= {p[len(prefix):] for p in registered if p.startswith(prefix) and os.sep not in p[len(prefix):]}
     out = []
-    for name in names:
+    for name in sorted(names):
         pid_text = name.split("-", 1)[0]
         if not pid_text.isdigit() or int(pid_text) == os.getpid():
             continue
@@ -224,6 +226,6 @@ def _stale_dirs(home: str) -> list[str]:
             os.kill(int(pid_text), 0)
         except ProcessLookupError:
             out.append(os.path.join(home, name))
-        except PermissionError:
-            pass  # alive, someone else's
+        except (PermissionError, OverflowError):
+            pass  # alive (someone else's), or not a pid
     return out
