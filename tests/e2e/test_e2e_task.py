@@ -246,3 +246,24 @@ def test_abort_mid_task_stops_the_subagent_and_leaves_no_worktree(home, spawn):
     home_dir = os.path.join(home.agent_dir, "worktrees")
     assert all(os.listdir(os.path.join(home_dir, d)) == [] for d in os.listdir(home_dir))
     assert git(repo, "status", "--short") == ""
+
+
+def test_project_agents_are_used_only_in_a_trusted_project(home, spawn):
+    write(os.path.join(home.cwd, ".pisces", "agents", "scout.md"),
+          "---\nname: scout\ndescription: the project's own scout\ntools: read, ls\n---\nScout this project.\n")
+    parent = [call_task({"agent": "scout", "tasks": [{"id": "Look", "description": "d", "assignment": "look"}]}),
+              {"text": "ok"}]
+    p = start(spawn, home, "--no-session", "--faux-script", script(home, parent, {"Look": [submit("seen")]}))
+    frames = run_prompt(p)
+    assert summary_text(frames) == ('Unknown agent "scout". Available: task, quick_task, explore, plan, reviewer')
+    assert lifecycle(frames) == ["tool_execution_start", "tool_execution_end"]
+    assert "project agents in" in p.stderr and "the project is not trusted" in p.stderr
+    p.close()
+
+    p = start(spawn, home, "--no-session", "--trust-project", "--faux-script", script(home, parent,
+                                                                                      {"Look": [submit("seen")]}))
+    frames = run_prompt(p)
+    assert lifecycle(frames) == ["tool_execution_start", "start 0-Look", "end 0-Look exit=0", "tool_execution_end"]
+    result = task_result(frames)["details"]
+    assert result["results"][0]["agentSource"] == "project"
+    assert result["projectAgentsDir"] == os.path.join(os.path.realpath(home.cwd), ".pisces", "agents")

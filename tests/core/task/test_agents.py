@@ -99,17 +99,13 @@ def test_discovery_precedence_and_trust(tmp_path, monkeypatch):
                                                           os.path.join(project, ".pi", "agents")])
 
 
-def test_trust_comes_from_the_shared_trust_module(monkeypatch, tmp_path):
-    """Interface 1: until ``pisces.core.trust`` exists no project is trusted; when it does, its answer counts."""
-    import sys
-    import types
+def test_trust_comes_from_the_shared_trust_module(tmp_path):
+    """Interface 1: the project trust of ``pisces.core.trust`` (trust.json) decides."""
+    from pisces.core.trust import trust_project
 
-    monkeypatch.delitem(sys.modules, "pisces.core.trust", raising=False)
-    real = sys.modules.get("pisces.core.trust")
-    if real is None:
-        assert agents.is_project_trusted(str(tmp_path), str(tmp_path)) is False
-    fake = types.ModuleType("pisces.core.trust")
-    asked = []
-    fake.is_project_trusted = lambda cwd, agent_dir: asked.append((cwd, agent_dir)) or True
-    monkeypatch.setitem(sys.modules, "pisces.core.trust", fake)
-    assert agents.is_project_trusted("/p", "/a") is True and asked == [("/p", "/a")]
+    agent_dir, project = str(tmp_path / "agent"), str(tmp_path / "proj")
+    os.makedirs(agent_dir)
+    os.makedirs(project)
+    assert agents.is_project_trusted(project, agent_dir) is False
+    trust_project(project, agent_dir)
+    assert agents.is_project_trusted(project, agent_dir) is True

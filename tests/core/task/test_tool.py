@@ -247,16 +247,17 @@ async def test_stale_worktrees_of_a_dead_process_are_swept(session, task_setting
     assert worktrees(repo) == [repo, users] and not os.path.exists(stale)
 
 
-async def test_project_agent_overrides_bundled_only_in_a_trusted_project(session, repo, monkeypatch):
+async def test_project_agent_overrides_bundled_only_in_a_trusted_project(session, repo, agent_dir):
     from pisces.ai.providers.faux import SCRIPT
-    from pisces.core.task import agents
+    from pisces.core.trust import trust_project
 
     path = os.path.join(repo, ".pisces", "agents", "explore.md")
     os.makedirs(os.path.dirname(path))
     with open(path, "w") as f:
         f.write("---\nname: explore\ndescription: project scout\ntools: read\n---\nPROJECT SCOUT PROMPT\n")
     for trusted in (False, True):
-        monkeypatch.setattr(agents, "is_project_trusted", lambda cwd, adir, t=trusted: t)
+        if trusted:
+            trust_project(repo, agent_dir)  # what `pisces --trust-project` and RPC trust_project save
         SCRIPT.reset()
         s = session()
         _, details = await run(s, {"agent": "explore", "tasks": one(f"Scout{trusted}")},

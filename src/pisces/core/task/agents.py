@@ -205,10 +205,7 @@ def discover_agents(cwd: str, agent_dir: str, *, project_trusted: bool) -> Disco
 
 
 def is_project_trusted(cwd: str, agent_dir: str) -> bool:
-    """TEAM.md interface 1 (``pisces.core.trust``, built by 12b). Until that module exists no project is trusted,
-    so project agent definitions stay off: the safe answer."""
-    try:
-        from pisces.core.trust import is_project_trusted as trusted  # type: ignore[import-not-found]
-    except ImportError:
-        return False
+    """TEAM.md interface 1: whether ``cwd``'s own agent definitions may be used."""
+    from pisces.core.trust import is_project_trusted as trusted
+
     return bool(trusted(cwd, agent_dir))

@@ -69,17 +69,18 @@ class TaskHost:
 
     @classmethod
     def for_session(cls, session: Any, agent_dir: str) -> "TaskHost":
-        from pisces.core.task.agents import is_project_trusted
-
         if getattr(session, "subagents", None) is None:
             session.subagents = SubagentHooks()
         cwd = session.cwd
-        trusted: list[bool] = []
 
         def project_trusted() -> bool:
-            if not trusted:
-                trusted.append(is_project_trusted(cwd, agent_dir))
-            return trusted[0]
+            """The session's own decision (it follows ``trust_project`` and ``--approve``)."""
+            decided = getattr(session.settings, "project_trusted", None)
+            if isinstance(decided, bool):
+                return decided
+            from pisces.core.task.agents import is_project_trusted
+
+            return is_project_trusted(cwd, agent_dir)
 
         return cls(cwd=cwd, project_cwd=cwd, agent_dir=agent_dir, settings=session.settings,
                    registry=session.registry, get_model=lambda: session.model,
