@@ -293,3 +293,52 @@ async def test_branch_merge_keeps_the_branch_that_does_not_apply(session, task_s
     assert git(repo, "status", "--porcelain") == ""  # the failed cherry-pick was aborted cleanly
     assert git(repo, "show", "pisces/task/1-B:app.txt") == "from B\n"
     assert worktrees(repo) == [repo]
+
+
+async def test_a_refused_repair_fails_the_task_without_a_repair_subagent(session, task_settings):
+    task_settings({"isolation": {"mode": "worktree"}})
+    s = session()
+    s.subagents.spawn_gate = lambda r: "Budget exceeded (subagents)" if r.kind == "repair" else None
+    _, details = await run(s, {"agent": "task", "isolated": True, "tasks": one("Fix"),
+                               "verify": {"commands": [{"name": "no", "command": "exit 1"}], "onFailure": "retry_once"}},
+                           {"Fix": [submit("done")]})
+    assert [(e["type"], e["id"]) for e in subagent_events(s.events)] == [
+        ("subagent_start", "0-Fix"), ("subagent_verification_start", "0-Fix"),
+        ("subagent_verification_command_start", "0-Fix"), ("subagent_verification_command_end", "0-Fix"),
+        ("subagent_verification_end", "0-Fix"), ("subagent_end", "0-Fix")]
+    r = details["results"][0]
+    assert (r["exitCode"], r["error"]) == (1, "Budget exceeded (subagents); repair skipped")
+    assert (r["verification"]["status"], r["verification"]["retriesUsed"]) == ("failed", 0)
+
+
+async def test_abort_during_verification_kills_the_command_and_cleans_up(session, task_settings, repo, tmp_path):
+    import asyncio
+
+    from proc_table import _info
+
+    task_settings({"isolation": {"mode": "worktree"}})
+    s = session()
+    pid_file = tmp_path / "check.pid"
+    started = asyncio.Event()
+    s.subscribe(lambda e: started.set() if isinstance(e, dict)
+                and e.get("type") == "subagent_verification_command_start" else None)
+    from pisces.ai.providers.faux import SCRIPT
+
+    SCRIPT.enqueue(call_task({"agent": "task", "isolated": True, "tasks": one("Hang"), "verify": {"commands": [
+        {"name": "hang", "command": f"echo $$ > {pid_file}.tmp; mv {pid_file}.tmp {pid_file}; exec sleep 60"}]}}),
+        {"text": "unused"})
+    SCRIPT.enqueue_for("Hang", submit("done"))
+    run_task = asyncio.ensure_future(s.prompt("go"))
+    await asyncio.wait_for(started.wait(), 30)
+    for _ in range(1500):
+        if pid_file.exists():
+            break
+        await asyncio.sleep(0.02)
+    pid = int(pid_file.read_text())
+    await s.abort()
+    await asyncio.wait_for(run_task, 30)
+    kinds = [(e["type"], e.get("status")) for e in subagent_events(s.events)]
+    assert kinds[-2:] == [("subagent_verification_end", "failed"), ("subagent_end", None)]
+    assert subagent_events(s.events)[-1]["exitCode"] == 1
+    assert _info(pid) is None
+    assert worktrees(repo) == [repo]

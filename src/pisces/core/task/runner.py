@@ -93,8 +93,12 @@ async def run_task(batch: Batch, item: TaskItem) -> dict[str, Any]:
         batch.emit(events.subagent_start(item.id, batch.agent.name, False))
         run = batch.subagent(item, task_id=item.id, raw_id=item.raw_id, task=item.task, cwd=batch.host.cwd,
                              worktree=None)
-        result = await run_subagent(run, batch.host, batch.signal, batch.progress(item.index))
-        batch.emit(events.subagent_end(item.id, batch.agent.name, result["exitCode"]))
+        code = 1
+        try:
+            result = await run_subagent(run, batch.host, batch.signal, batch.progress(item.index))
+            code = result["exitCode"]
+        finally:
+            batch.emit(events.subagent_end(item.id, batch.agent.name, code))
         return result
     return await _run_isolated(batch, item, request)
 
@@ -192,8 +196,11 @@ async def _verify(batch: Batch, item: TaskItem, directory: str, result: dict[str
         batch.emit(events.subagent_start(repair_id, batch.agent.name, True))
         repair_run = batch.subagent(item, task_id=repair_id, raw_id=f"{item.raw_id}-repair", task=task,
                                     cwd=directory, worktree=directory)
-        repair = await run_subagent(repair_run, batch.host, batch.signal, batch.progress(item.index))
-        batch.emit(events.subagent_end(repair_id, batch.agent.name, repair["exitCode"]))
+        repair: dict[str, Any] = {"exitCode": 1}
+        try:
+            repair = await run_subagent(repair_run, batch.host, batch.signal, batch.progress(item.index))
+        finally:
+            batch.emit(events.subagent_end(repair_id, batch.agent.name, repair["exitCode"]))
         retries = 1
         result = _merge_repair(result, repair)
         if not batch.signal.aborted:

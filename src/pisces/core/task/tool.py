@@ -22,8 +22,8 @@ from pisces.core.task import isolation, merge, prompts, verify
 from pisces.core.task.config import ISOLATION_MODES, TaskConfig
 from pisces.core.task.executor import add_usage, zero_usage
 from pisces.core.task.host import TaskHost
-from pisces.core.task.progress import ProgressBoard
-from pisces.core.task.runner import Batch, TaskItem, run_task
+from pisces.core.task.progress import ProgressBoard, new_progress
+from pisces.core.task.runner import Batch, TaskItem, refused, run_task
 from pisces.core.task.schema import task_schema
 from pisces.core.task.submit import normalize_schema
 
@@ -133,8 +133,6 @@ class TaskTool:
                                   assignment=assignment or str(params.get("context") or "").strip(),
                                   description=str(t.get("description") or "")))
         board = ProgressBoard(len(items), on_update, project_dir, started)
-        from pisces.core.task.progress import new_progress
-
         for item in items:
             board.items[item.index] = new_progress(item.index, item.id, agent, item.task, item.assignment,
                                                    item.description)
@@ -222,8 +220,6 @@ async def _run_all(batch: Batch, items: list[TaskItem], limit: int) -> list[dict
     out = []
     for item, result in zip(items, results):
         if result is None:
-            from pisces.core.task.runner import refused
-
             result = refused(item, batch, "Cancelled before start")
             result["stderr"] = "Skipped (cancelled before start)"
             result["error"] = "Cancelled before start"
