@@ -99,7 +99,7 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
     all_tools = create_tools(cwd, shell_path=settings.shell_path, command_prefix=settings.shell_command_prefix,
                              backends=backends)
     built: list[AgentSession] = []
-    register_task_tool(all_tools, lambda: built[0], adir)  # not active by default: --tools ...,task enables it
+    register_task_tool(all_tools, lambda: built[0], adir, backends)  # not active by default: --tools ...,task
     if tools is None:
         active = list(DEFAULT_TOOL_NAMES)
     else:

@@ -342,3 +342,38 @@ async def test_abort_during_verification_kills_the_command_and_cleans_up(session
     assert subagent_events(s.events)[-1]["exitCode"] == 1
     assert _info(pid) is None
     assert worktrees(repo) == [repo]
+
+
+async def test_subagents_share_the_sessions_file_backend_except_in_a_worktree(faux, repo, task_settings):
+    """A mode that serves a session's files (ACP: the editor's buffers) serves its subagents' too; an isolated
+    subagent works in a local worktree, which only the local file system has."""
+    from pisces.core.sdk import create_agent_session
+    from pisces.core.tools.backends import ToolBackends
+
+    class Files:
+        def __init__(self) -> None:
+            self.written: dict[str, str] = {}
+
+        async def read_text(self, path: str) -> str:
+            return self.written.get(path, "")
+
+        async def write_text(self, path: str, content: str) -> None:
+            self.written[path] = content
+
+    task_settings({"isolation": {"mode": "worktree"}})
+    files = Files()
+    s = create_agent_session(cwd=repo, provider="faux", no_session=True, tools=["read", "write", "task"],
+                             backends=ToolBackends(files=files))
+    s.events = []
+    s.subscribe(s.events.append)
+    write = {"toolCalls": [{"name": "write", "arguments": {"path": "note.txt", "content": "hello\n"}}]}
+    _, details = await run(s, {"agent": "task", "tasks": [
+        {"id": "Here", "description": "", "assignment": "a"}]}, {"Here": [write, submit("ok")]})
+    assert details["results"][0]["exitCode"] == 0
+    assert files.written == {os.path.join(repo, "note.txt"): "hello\n"}
+    assert not os.path.exists(os.path.join(repo, "note.txt"))
+    _, details = await run(s, {"agent": "task", "isolated": True, "tasks": [
+        {"id": "Away", "description": "", "assignment": "a"}]}, {"Away": [write, submit("ok")]})
+    assert details["results"][0]["exitCode"] == 0 and len(files.written) == 1
+    with open(os.path.join(repo, "note.txt")) as f:  # the worktree's local file, brought back by its patch
+        assert f.read() == "hello\n"

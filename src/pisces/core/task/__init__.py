@@ -47,13 +47,16 @@ class LazyTaskTool(AgentTool):
         return await self.load().execute(tool_call_id, params, signal, on_update)
 
 
-def register_task_tool(tools: dict[str, AgentTool], session_ref: Callable[[], Any], agent_dir: str) -> LazyTaskTool:
-    """Add the task tool to a session's tool table. ``session_ref()`` returns the session once it is built."""
+def register_task_tool(tools: dict[str, AgentTool], session_ref: Callable[[], Any], agent_dir: str,
+                       backends: Any = None) -> LazyTaskTool:
+    """Add the task tool to a session's tool table. ``session_ref()`` returns the session once it is built;
+    ``backends`` (``pisces.core.tools.backends.ToolBackends``) are the session's file system and shell, which
+    subagents working in the session's directory share (isolated ones work in a local git worktree)."""
 
     def host() -> Any:
         from pisces.core.task.host import TaskHost
 
-        return TaskHost.for_session(session_ref(), agent_dir)
+        return TaskHost.for_session(session_ref(), agent_dir, backends)
 
     tool = LazyTaskTool(host)
     tools["task"] = tool

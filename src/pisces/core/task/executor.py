@@ -174,7 +174,9 @@ async def _build_child(run: SubagentRun, host: TaskHost) -> Any:
     level = pattern_level or run.agent.thinking_level or host.get_thinking_level()
     level = clamp_thinking_level(model, level) if model is not None and getattr(model, "provider", "") != "unknown" \
         else "off"
-    base_tools = create_tools(run.cwd, shell_path=settings.shell_path, command_prefix=settings.shell_command_prefix)
+    backends = host.backends if run.worktree is None else None  # a worktree is local, whoever serves the session
+    base_tools = create_tools(run.cwd, shell_path=settings.shell_path, command_prefix=settings.shell_command_prefix,
+                              backends=backends)
     names = list(run.agent.tools) if run.agent.tools is not None else list(ALL_TOOL_NAMES)
     depth = host.depth + 1
     may_delegate = run.agent.spawns is not None and not (0 <= run.max_recursion_depth <= depth)
@@ -185,7 +187,8 @@ async def _build_child(run: SubagentRun, host: TaskHost) -> Any:
     if may_delegate:
         child_host = host.child(cwd=run.cwd, settings=settings, get_model=lambda: holder[0].model,
                                 get_thinking_level=lambda: holder[0].agent.thinking_level,
-                                spawns=run.agent.spawns or [], task_id=run.task_id, artifacts_dir=run.artifacts_dir)
+                                spawns=run.agent.spawns or [], task_id=run.task_id, artifacts_dir=run.artifacts_dir,
+                                backends=backends)
         tools["task"] = LazyTaskTool(lambda: child_host)
     tools["submit_result"] = SubmitResultTool(run.output_schema)
 

@@ -66,9 +66,10 @@ class TaskHost:
     spawns: str | list[str] = "*"  # which agents this session may start ("*": any)
     artifacts_dir: str | None = None  # fixed for subagents (their parent's); None: from the session file
     allocator: IdAllocator = field(default_factory=IdAllocator)
+    backends: Any = None  # the session's file system and shell (ACP: the client's); None: the local ones
 
     @classmethod
-    def for_session(cls, session: Any, agent_dir: str) -> "TaskHost":
+    def for_session(cls, session: Any, agent_dir: str, backends: Any = None) -> "TaskHost":
         if getattr(session, "subagents", None) is None:
             session.subagents = SubagentHooks()
         cwd = session.cwd
@@ -86,15 +87,15 @@ class TaskHost:
                    registry=session.registry, get_model=lambda: session.model,
                    get_thinking_level=lambda: session.agent.thinking_level,
                    get_session_file=session.store.get_session_file, emit=session.emit, hooks=session.subagents,
-                   project_trusted=project_trusted)
+                   project_trusted=project_trusted, backends=backends)
 
     def child(self, *, cwd: str, settings: Any, get_model: Callable[[], Any], get_thinking_level: Callable[[], str],
-              spawns: str | list[str], task_id: str, artifacts_dir: str) -> "TaskHost":
+              spawns: str | list[str], task_id: str, artifacts_dir: str, backends: Any) -> "TaskHost":
         return TaskHost(cwd=cwd, project_cwd=self.project_cwd, agent_dir=self.agent_dir, settings=settings,
                         registry=self.registry, get_model=get_model, get_thinking_level=get_thinking_level,
                         get_session_file=lambda: None, emit=self.emit, hooks=self.hooks,
                         project_trusted=self.project_trusted, depth=self.depth + 1, spawns=spawns,
-                        artifacts_dir=artifacts_dir, allocator=IdAllocator(prefix=task_id))
+                        artifacts_dir=artifacts_dir, allocator=IdAllocator(prefix=task_id), backends=backends)
 
     def resolve_artifacts_dir(self) -> tuple[str, bool]:
         """(directory, is_temporary). A persisted session keeps its artifacts next to its file
