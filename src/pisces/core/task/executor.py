@@ -224,6 +224,7 @@ def _on_child_event(ev: Any, child: Any, run: SubagentRun, host: TaskHost, state
         progress["currentTool"] = ev.toolName
         progress["currentToolArgs"] = _args_preview(ev.args)
         progress["currentToolStartMs"] = int(time.time() * 1000)
+        flush = True
     elif isinstance(ev, ToolExecutionEndEvent):
         if progress.get("currentTool"):
             progress["recentTools"].insert(0, {"tool": progress["currentTool"],

@@ -2,7 +2,7 @@
 ``AgentProgress`` per task (status, current tool, recent tools and output, tool count, tokens, duration).
 
 Updates are coalesced to one per ``INTERVAL_S`` (a subagent streaming text would otherwise send a frame per
-delta); a change of status or a finished tool call is sent at once.
+delta); a change of status, and a tool call starting or ending, is sent at once.
 """
 
 from __future__ import annotations
