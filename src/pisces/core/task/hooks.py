@@ -3,9 +3,9 @@
 ``SubagentHooks`` lives on the session as ``session.subagents``. A budget controller (issue 16), or anything
 else that must count or refuse delegated work, plugs in here without touching the task tool:
 
-* ``spawn_gate(request) -> None | str`` is asked right before every subagent and every verification-repair
-  subagent is started. ``None`` lets it start, and the gate counts it at that moment; a string refuses it
-  and is the reason the task result shows. The gate is a plain synchronous call, on purpose: tasks of a
+* ``spawn_gate(request) -> None | str`` is asked before every subagent and every verification-repair
+  subagent is started (before its worktree is made). ``None`` lets it start, and the gate counts it at that
+  moment; a string refuses it and is the reason the task result shows. The gate is a plain synchronous call, on purpose: tasks of a
   parallel batch ask one after another, each sees the slots the previous ones took, and a batch cannot
   overshoot a limit. A spawn that was allowed but then could not start (its worktree could not be set up)
   is handed back through ``spawn_cancelled(request)``.
