@@ -12,6 +12,21 @@ from pisces import __version__
 
 THINKING_CHOICES = ("off", "minimal", "low", "medium", "high", "xhigh")
 MODES = ("text", "json", "rpc", "acp")
+STREAM_PROFILES = ("full", "lean", "deltas")  # pisces.modes.stream_encoding.PROFILES, without importing it
+
+# Flags pisces accepts for pi's wrappers but does not act on (yet): dest -> why. A mode prints one line about
+# the ones given. Features built later remove their entry here.
+IGNORED_FLAGS: dict[str, str] = {
+    "extensions": "extensions are not implemented yet",
+    "no_extensions": "extensions are not implemented yet",
+    "skills": "skills are not implemented yet",
+    "no_skills": "skills are not implemented yet",
+    "prompt_templates": "extra prompt template paths are not implemented yet",
+    "no_prompt_templates": "turning prompt templates off is not implemented yet",
+    "themes": "pisces has no terminal UI to theme",
+    "no_themes": "pisces has no terminal UI to theme",
+    "verbose": "pisces prints no start-up banner",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,18 +85,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session", help="open this session file (path or id)")
     p.add_argument("-c", "--continue", dest="continue_session", action="store_true",
                    help="continue the most recent session of this directory")
-    p.add_argument("--tools", help="comma-separated tools to enable (read,bash,edit,write,grep,find,ls)")
-    p.add_argument("--no-tools", dest="no_tools", action="store_true", help="start with no tools")
-    p.add_argument("--system-prompt", dest="system_prompt", help="replace the system prompt")
-    p.add_argument("--append-system-prompt", dest="append_system_prompt", help="append to the system prompt")
-    p.add_argument("--no-context-files", dest="no_context_files", action="store_true",
+    p.add_argument("-r", "--resume", dest="resume", action="store_true",
+                   help="pick one of this directory's sessions from a numbered list (needs a terminal)")
+    p.add_argument("--fork", metavar="PATH|ID", help="copy this session into a new session and continue there")
+    p.add_argument("-t", "--tools", help="comma-separated tools to enable (read,bash,edit,write,grep,find,ls)")
+    p.add_argument("-nt", "--no-tools", dest="no_tools", action="store_true", help="start with no tools")
+    p.add_argument("-nbt", "--no-builtin-tools", dest="no_builtin_tools", action="store_true",
+                   help="start without the built-in tools (--tools still picks some)")
+    p.add_argument("--system-prompt", dest="system_prompt", help="replace the system prompt (text or a file)")
+    p.add_argument("--append-system-prompt", dest="append_system_prompt", action="append", metavar="TEXT",
+                   help="append text or a file's contents to the system prompt (repeatable)")
+    p.add_argument("-nc", "--no-context-files", dest="no_context_files", action="store_true",
                    help="do not read AGENTS.md / CLAUDE.md")
+    p.add_argument("-e", "--extension", dest="extensions", action="append", metavar="PATH",
+                   help="load an extension (repeatable)")
+    p.add_argument("-ne", "--no-extensions", dest="no_extensions", action="store_true",
+                   help="do not discover extensions")
+    p.add_argument("--skill", dest="skills", action="append", metavar="PATH", help="load a skill (repeatable)")
+    p.add_argument("-ns", "--no-skills", dest="no_skills", action="store_true", help="do not discover skills")
+    p.add_argument("--prompt-template", dest="prompt_templates", action="append", metavar="PATH",
+                   help="load a prompt template file or directory (repeatable)")
+    p.add_argument("-np", "--no-prompt-templates", dest="no_prompt_templates", action="store_true",
+                   help="do not discover prompt templates")
+    p.add_argument("--theme", dest="themes", action="append", metavar="PATH",
+                   help="accepted for pi's wrappers; pisces has no terminal UI to theme")
+    p.add_argument("--no-themes", dest="no_themes", action="store_true", help="accepted for pi's wrappers")
+    p.add_argument("--list-models", dest="list_models", nargs="?", const=True, default=None, metavar="SEARCH",
+                   help="list the model catalogue with each provider's key status, and exit")
+    p.add_argument("--verbose", action="store_true", help="accepted for pi's wrappers (pisces prints no banner)")
+    p.add_argument("--offline", action="store_true",
+                   help="no network at start-up (pisces never uses the network before a prompt)")
     p.add_argument("--faux-script", dest="faux_script", metavar="FILE",
                    help="JSON script of replies for the built-in faux model (implies --provider faux)")
     p.add_argument("--export", nargs="+", metavar=("SESSION", "OUT"),
                    help="write SESSION (a .jsonl file) as a self-contained HTML file and exit")
     p.add_argument("--no-ready", dest="no_ready", action="store_true",
                    help="RPC mode: do not send the {\"type\":\"ready\"} frame at start-up")
+    p.add_argument("--stream-profile", dest="stream_profile", type=_choice(STREAM_PROFILES, "--stream-profile"),
+                   help="RPC and json modes: what message_update frames carry: full (pi's frames, the "
+                        "default), lean (the snapshot once) or deltas (no snapshots)")
     _add_trust_flags(p)
     return p
 
@@ -127,8 +169,25 @@ def _choice(choices: Sequence[str], flag: str) -> Any:
     return parse
 
 
+def ignored_flags_note(args: Any) -> str | None:
+    """One line naming the given flags that have no effect here, with why; None when there are none."""
+    if not any(getattr(args, dest, None) for dest in IGNORED_FLAGS):
+        return None
+    names = {a.dest: a.option_strings[-1] for a in build_parser()._actions if a.option_strings}
+    given: dict[str, list[str]] = {}
+    for dest, why in IGNORED_FLAGS.items():
+        if getattr(args, dest, None):
+            given.setdefault(why, []).append(names.get(dest, dest))
+    return "pisces: ignoring " + "; ".join(f"{', '.join(flags)} ({why})" for why, flags in given.items())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.list_models is not None:
+        from pisces.modes.list_models import run_list_models
+
+        return run_list_models(None if args.list_models is True else args.list_models, api_key=args.api_key,
+                               provider=args.provider)
     if args.export:
         if len(args.export) > 2:
             return _fail("--export takes a session file and an optional output path")
@@ -141,6 +200,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = args.mode or "text"
     if args.faux_script and not args.provider:
         args.provider = "faux"
+    problem = _session_flag_conflict(args)
+    if problem:
+        return _fail(problem)
+    note = ignored_flags_note(args)
+    if note:
+        sys.stderr.write(note + "\n")
+    if args.resume:
+        from pisces.modes.session_picker import pick_session
+
+        picked = pick_session(args)
+        if picked is None:
+            return 0
+        if isinstance(picked, int):
+            return picked
+        args.session = picked
     if mode == "rpc":
         if args.print_mode:
             return _fail("-p/--print cannot be combined with --mode rpc")
@@ -167,6 +241,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pisces.modes.print import run_print
 
     return run_print(args, json_events=False)
+
+
+def _session_flag_conflict(args: Any) -> str | None:
+    if args.fork:
+        others = [flag for flag, on in (("--session", args.session), ("--continue", args.continue_session),
+                                        ("--resume", args.resume), ("--no-session", args.no_session)) if on]
+        if others:
+            return f"--fork cannot be combined with {', '.join(others)}"
+    return None
 
 
 def _fail(message: str) -> int:

@@ -169,14 +169,16 @@ async def test_tool_turn_then_final_text_event_order(faux):
     assert [event_type(m) for m in faux.requests[1].messages] == ["user", "assistant", "toolResult"]
 
 
-async def test_message_update_carries_snapshot_once_without_partial(faux):
+async def test_message_update_has_pi_shape_snapshot_in_message_and_partial(faux):
     faux.enqueue({"text": "abcdef", "chunkSize": 2})
     agent = Agent(model=MODEL)
     frames: list[dict] = []
     agent.subscribe(lambda e: frames.append(msgspec.json.decode(msgspec.json.encode(e))))
     await agent.prompt([user("x")])
     updates = [f for f in frames if f["type"] == "message_update"]
-    assert all("partial" not in f["assistantMessageEvent"] for f in updates)
+    # pi's field order and pi's shape: the event carries the same snapshot as ``message``
+    assert all(list(f) == ["type", "assistantMessageEvent", "message"] for f in updates)
+    assert all(f["assistantMessageEvent"]["partial"] == f["message"] for f in updates)
     # encoded at emit time, each snapshot shows the text accumulated so far
     texts = [f["message"]["content"][0]["text"] for f in updates if f["assistantMessageEvent"]["type"] == "text_delta"]
     assert texts == ["ab", "abcd", "abcdef"]

@@ -32,7 +32,12 @@ def test_text_prompt_exact_event_order(home, spawn):
     assert frames[4]["message"] == user
     start = frames[5]["message"]
     assert start["content"] == [] and start["usage"] == ZERO_USAGE
-    updates = [f["assistantMessageEvent"] for f in frames if f["type"] == "message_update"]
+    update_frames = [f for f in frames if f["type"] == "message_update"]
+    # pi's frame: the snapshot in ``message`` and again in the event's ``partial``, taken when it was sent
+    assert all(f["assistantMessageEvent"]["partial"] == f["message"] for f in update_frames)
+    assert [f["message"]["content"][0]["text"] for f in update_frames[1:]] == [
+        "Hello ", "Hello there,", "Hello there, frien", "Hello there, friend.", "Hello there, friend."]
+    updates = [{k: v for k, v in f["assistantMessageEvent"].items() if k != "partial"} for f in update_frames]
     assert [u["type"] for u in updates] == ["text_start", "text_delta", "text_delta", "text_delta", "text_delta",
                                             "text_end"]
     assert "".join(u.get("delta", "") for u in updates) == "Hello there, friend."

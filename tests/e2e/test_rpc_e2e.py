@@ -54,10 +54,11 @@ def test_text_prompt_event_order(tmp_path, script):
         seq = [t for t in types(frames) if t != "message_update"]
         assert seq == ["response:prompt", "agent_start", "turn_start", "message_start", "message_end",
                        "message_start", "message_end", "turn_end", "agent_end", "agent_settled"]
-        updates = [f["assistantMessageEvent"] for f in frames if f.get("type") == "message_update"]
+        update_frames = [f for f in frames if f.get("type") == "message_update"]
+        updates = [f["assistantMessageEvent"] for f in update_frames]
         assert [u["type"] for u in updates] == ["text_start", "text_delta", "text_delta", "text_delta", "text_end"]
         assert "".join(u.get("delta", "") for u in updates) == "hello there"
-        assert all("partial" not in u for u in updates)
+        assert all(f["assistantMessageEvent"]["partial"] == f["message"] for f in update_frames)  # pi's shape
         end = [f for f in frames if f.get("type") == "message_end"][-1]["message"]
         assert end["content"] == [{"type": "text", "text": "hello there"}] and end["stopReason"] == "stop"
         text = p.request({"id": "t", "type": "get_last_assistant_text"})

@@ -154,8 +154,9 @@ async def _stream_assistant(state: RunState, config: LoopConfig, signal: AbortSi
                 partial = ev.partial
                 started = True
                 emit(MessageStartEvent(message=partial))
-            ev.partial = UNSET  # the event carries the snapshot once, in ``message``
-            emit(MessageUpdateEvent(message=partial, assistantMessageEvent=ev))
+            # pi's shape: the snapshot both in ``message`` and in the event's ``partial`` (the stream encoder
+            # writes it once per profile; the lean and deltas profiles leave it out)
+            emit(MessageUpdateEvent(assistantMessageEvent=ev, message=partial))
     assert final is not None, "stream ended without a final event"
     if not started:
         emit(MessageStartEvent(message=final))

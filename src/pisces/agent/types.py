@@ -72,8 +72,8 @@ class MessageStartEvent(_Ev, kw_only=True, tag="message_start"):
 
 
 class MessageUpdateEvent(_Ev, kw_only=True, tag="message_update"):
+    assistantMessageEvent: Any  # carries ``partial``, the same object as ``message`` (pi's field order)
     message: Any
-    assistantMessageEvent: Any
 
 
 class MessageEndEvent(_Ev, kw_only=True, tag="message_end"):

@@ -63,7 +63,7 @@ def _agent_bin_dir() -> str:
         from pisces.core.paths import agent_dir
         return os.path.join(agent_dir(), "bin")
     except ImportError:  # pragma: no cover - the config module is optional for this runner
-        env = os.environ.get("PISCES_CODING_AGENT_DIR")
+        env = os.environ.get("PISCES_CODING_AGENT_DIR") or os.environ.get("PI_CODING_AGENT_DIR")
         base = os.path.expanduser(env) if env else os.path.join(os.path.expanduser("~"), ".pisces", "agent")
         return os.path.join(base, "bin")
 

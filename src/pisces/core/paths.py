@@ -5,12 +5,21 @@ from __future__ import annotations
 import os
 
 AGENT_DIR_ENV = "PISCES_CODING_AGENT_DIR"
+PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"  # pi's name, read when pisces' own is unset (pi's tests, pi-acp)
+SESSION_DIR_ENV = "PISCES_CODING_AGENT_SESSION_DIR"
+PI_SESSION_DIR_ENV = "PI_CODING_AGENT_SESSION_DIR"
 CONFIG_DIR_NAME = ".pisces"
 
 
+def env_value(name: str, pi_name: str) -> str | None:
+    """``$name``, or pi's ``$pi_name`` when pisces' own variable is unset or empty."""
+    return os.environ.get(name) or os.environ.get(pi_name) or None
+
+
 def agent_dir() -> str:
-    """``$PISCES_CODING_AGENT_DIR`` (with ``~`` expanded) or ``~/.pisces/agent``."""
-    env = os.environ.get(AGENT_DIR_ENV)
+    """``$PISCES_CODING_AGENT_DIR``, else ``$PI_CODING_AGENT_DIR`` (with ``~`` expanded), else
+    ``~/.pisces/agent``."""
+    env = env_value(AGENT_DIR_ENV, PI_AGENT_DIR_ENV)
     if env:
         return os.path.expanduser(env)
     return os.path.join(os.path.expanduser("~"), CONFIG_DIR_NAME, "agent")

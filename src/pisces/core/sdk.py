@@ -25,22 +25,36 @@ class SessionConfigError(ValueError):
     """The flags or configuration cannot make a session; the text says what to change."""
 
 
+def _session_path(arg: str) -> str:
+    """A session file from a path or (a prefix of) a session id."""
+    path = os.path.expanduser(arg)
+    if os.path.sep in arg or arg.endswith(".jsonl"):
+        return path
+    matches = find_sessions_by_id(arg, None)
+    if not matches:
+        raise SessionConfigError(f"No session matches '{arg}': give a session file or the start of a session id "
+                                 "(list_sessions shows them)")
+    if len(matches) > 1:
+        raise SessionConfigError(f"'{arg}' matches {len(matches)} sessions: give more of the id")
+    return matches[0].path
+
+
 def _open_store(cwd: str, settings: Settings, *, no_session: bool, session_dir: str | None, session: str | None,
-                continue_session: bool) -> SessionManager:
+                continue_session: bool, fork: str | None = None) -> SessionManager:
     if no_session:
         return SessionManager.in_memory(cwd)
     directory = resolve_session_dir(cwd, session_dir, settings.session_dir)
-    if session:
-        path = os.path.expanduser(session)
-        if not (os.path.sep in session or session.endswith(".jsonl")):
-            matches = find_sessions_by_id(session, None)
-            if not matches:
-                raise SessionConfigError(f"No session matches '{session}'")
-            if len(matches) > 1:
-                raise SessionConfigError(f"'{session}' matches {len(matches)} sessions: give more of the id")
-            path = matches[0].path
+    if fork:
+        source = _session_path(fork)
+        if not os.path.isfile(source):
+            raise SessionConfigError(f"Cannot fork {source}: no such session file")
         try:
-            return SessionManager.open(path, session_dir)
+            return SessionManager.fork_from(source, cwd, directory)
+        except (OSError, ValueError) as exc:
+            raise SessionConfigError(f"Cannot fork {source}: {exc}") from None
+    if session:
+        try:
+            return SessionManager.open(_session_path(session), session_dir)
         except SessionFileError as exc:
             raise SessionConfigError(str(exc)) from None
     if continue_session:
@@ -54,7 +68,7 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
                          continue_session: bool = False, tools: list[str] | None = None,
                          system_prompt: str | None = None, append_system_prompt: str | None = None,
                          context_files: bool = True, faux_script: str | None = None,
-                         backends: Any = None) -> AgentSession:
+                         backends: Any = None, fork: str | None = None) -> AgentSession:
     from pisces.core.resources import build_system_prompt
     from pisces.core.tools import DEFAULT_TOOL_NAMES, create_tools
 
@@ -90,7 +104,7 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
     if (provider or model) and chosen is None:
         raise SessionConfigError(f"No model found for --provider {provider or '-'} --model {model or '-'}")
     store = _open_store(cwd, settings, no_session=no_session, session_dir=session_dir, session=session,
-                        continue_session=continue_session)
+                        continue_session=continue_session, fork=fork)
     level = thinking or cli_level or settings.default_thinking_level or "medium"
     if chosen is not None:
         level = clamp_thinking_level(chosen, level)
@@ -123,16 +137,22 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
 def create_session_from_args(args: Any, **overrides: Any) -> AgentSession:
     """A session from the CLI flags; ``overrides`` (``cwd``, ``session``, ``backends``, ...) win over them."""
     tools: list[str] | None = None
-    if getattr(args, "no_tools", False):
-        tools = []
-    elif getattr(args, "tools", None):
+    if getattr(args, "tools", None):
         tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    elif getattr(args, "no_tools", False) or getattr(args, "no_builtin_tools", False):
+        tools = []  # pisces has only built-in tools so far
+    append = getattr(args, "append_system_prompt", None)
+    if isinstance(append, list):  # repeatable: each is text or a file, joined as pi joins them
+        from pisces.core.resources import resolve_prompt_input
+
+        parts = [resolve_prompt_input(a) for a in append]
+        append = "\n\n".join(p for p in parts if p) or None
     options: dict[str, Any] = dict(
         provider=args.provider, model=args.model, models=getattr(args, "models", None), api_key=args.api_key,
         thinking=args.thinking, no_session=args.no_session, session_dir=args.session_dir,
         session=getattr(args, "session", None), continue_session=getattr(args, "continue_session", False),
         tools=tools, system_prompt=getattr(args, "system_prompt", None),
-        append_system_prompt=getattr(args, "append_system_prompt", None),
+        append_system_prompt=append, fork=getattr(args, "fork", None),
         context_files=not getattr(args, "no_context_files", False), faux_script=getattr(args, "faux_script", None))
     options.update(overrides)
     return create_agent_session(**options)

@@ -123,7 +123,8 @@ def resolve_api_key(model: Model, options: StreamOptions) -> str | None:
 
 
 def missing_key_message(provider: str) -> str:
-    agent_dir = os.environ.get("PISCES_CODING_AGENT_DIR") or "~/.pisces/agent"
+    agent_dir = os.environ.get("PISCES_CODING_AGENT_DIR") or os.environ.get("PI_CODING_AGENT_DIR") \
+        or "~/.pisces/agent"
     auth = os.path.join(agent_dir, "auth.json")
     names = PROVIDER_ENV_KEYS.get(provider, ())
     if names:

@@ -16,8 +16,8 @@ __all__ = [
     "session_file_name",
 ]
 
-AGENT_DIR_ENV = "PISCES_CODING_AGENT_DIR"
-SESSION_DIR_ENV = "PISCES_CODING_AGENT_SESSION_DIR"
+from pisces.core.paths import AGENT_DIR_ENV, PI_SESSION_DIR_ENV, SESSION_DIR_ENV, env_value
+from pisces.core.paths import agent_dir as _agent_dir
 
 _SEPARATORS = re.compile(r"[/\\:]")
 
@@ -27,11 +27,8 @@ def _expand(path: str) -> str:
 
 
 def agent_dir() -> str:
-    """``$PISCES_CODING_AGENT_DIR`` (``~`` expanded) or ``~/.pisces/agent``."""
-    env = os.environ.get(AGENT_DIR_ENV)
-    if env:
-        return _expand(env)
-    return os.path.join(os.path.expanduser("~"), ".pisces", "agent")
+    """``$PISCES_CODING_AGENT_DIR`` (else pi's ``$PI_CODING_AGENT_DIR``; ``~`` expanded) or ``~/.pisces/agent``."""
+    return _agent_dir()
 
 
 def sessions_root() -> str:
@@ -51,9 +48,10 @@ def default_session_dir(cwd: str) -> str:
 
 
 def resolve_session_dir(cwd: str, explicit: str | None = None, settings_session_dir: str | None = None) -> str:
-    """The session directory, by precedence: ``--session-dir``, ``$PISCES_CODING_AGENT_SESSION_DIR``,
-    settings ``sessionDir``, then the per-cwd default. Relative paths resolve against ``cwd``."""
-    for candidate in (explicit, os.environ.get(SESSION_DIR_ENV), settings_session_dir):
+    """The session directory, by precedence: ``--session-dir``, ``$PISCES_CODING_AGENT_SESSION_DIR`` (else
+    pi's ``$PI_CODING_AGENT_SESSION_DIR``), settings ``sessionDir``, then the per-cwd default. Relative paths
+    resolve against ``cwd``."""
+    for candidate in (explicit, env_value(SESSION_DIR_ENV, PI_SESSION_DIR_ENV), settings_session_dir):
         if candidate:
             return os.path.abspath(os.path.join(cwd, _expand(candidate)))
     return default_session_dir(cwd)

@@ -311,6 +311,29 @@ def h_trust_project(server: Any, cmd: dict) -> Any:
     return asyncio.to_thread(save_decision, server.session.settings, trusted)  # waits for trust.json's lock
 
 
+def h_set_stream_options(server: Any, cmd: dict) -> Any:
+    """What this client's message_update frames carry (see pisces.modes.stream_encoding)."""
+    from pisces.modes.stream_encoding import DELTAS, FULL, PROFILES, profile_for
+
+    out = server.out
+    profile = cmd.get("profile")
+    if profile is not None:
+        if profile not in PROFILES:
+            raise RpcError(f"Invalid profile {_quoted(profile)}: use {' or '.join(repr(p) for p in PROFILES)}")
+    if any(k in cmd for k in ("partial", "messageSnapshots")):
+        partial = cmd.get("partial", out.profile == FULL if profile is None else profile == FULL)
+        snapshots = cmd.get("messageSnapshots", out.profile != DELTAS if profile is None else profile != DELTAS)
+        if not isinstance(partial, bool) or not isinstance(snapshots, bool):
+            raise RpcError("Invalid stream options: 'partial' and 'messageSnapshots' must be true or false")
+        chosen = profile_for(partial=partial, message_snapshots=snapshots)
+        if profile is not None and chosen != profile:
+            raise RpcError(f"profile '{profile}' contradicts partial/messageSnapshots (they give '{chosen}')")
+        profile = chosen
+    if profile is not None:
+        out.profile = profile
+    return {"profile": out.profile, "partial": out.profile == FULL, "messageSnapshots": out.profile != DELTAS}
+
+
 def h_clear_queue(server: Any, cmd: dict) -> Any:
     steering, follow_up = server.session.clear_queue()
     return {"steering": steering, "followUp": follow_up}
@@ -357,4 +380,5 @@ COMMANDS: dict[str, Callable[[Any, dict], Any]] = {
     "set_active_tools": h_set_active_tools,
     "clear_queue": h_clear_queue,
     "trust_project": h_trust_project,
+    "set_stream_options": h_set_stream_options,
 }

@@ -20,6 +20,7 @@ async def _serve(args: Any, writer: FrameWriter) -> int:
     except SessionConfigError as exc:
         sys.stderr.write(f"pisces: {exc}\n")
         return 1
+    writer.profile = getattr(args, "stream_profile", None) or writer.profile
     server = RpcServer(session, writer)
     # Start-up is over (the CLI paused the collector for it): what it built lives as long as the process,
     # so the collector never needs to look at it again.

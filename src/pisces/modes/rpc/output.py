@@ -2,52 +2,23 @@
 
 At start-up the real stdout is duplicated to a private descriptor and descriptor 1 is pointed at stderr,
 so a stray ``print`` (ours, a library's, or a child process's) can never corrupt the protocol stream.
+Frames are encoded by the stream encoder (``pisces.modes.stream_encoding``) for the writer's profile.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import sys
 from typing import Any
 
-import msgspec
-
-
-def _enc_hook(obj: Any) -> Any:
-    if isinstance(obj, (set, frozenset, tuple)):
-        return list(obj)
-    if isinstance(obj, BaseException):
-        return str(obj)
-    raise NotImplementedError(f"cannot encode {type(obj).__name__}")
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, list):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    return obj
-
-
-def encode_with_lone_surrogates(obj: Any) -> bytes:
-    """A frame holding a lone UTF-16 surrogate (JSON.parse accepts ``"\\ud800"``; UTF-8 cannot carry it), written
-    as JSON.stringify writes it: a ``\\uXXXX`` escape. Rare, so the slow path."""
-    data = _finite(msgspec.to_builtins(obj, enc_hook=_enc_hook))
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
-
-
-DEEP_ENCODE_LIMIT = 20_000  # nesting levels allowed when a frame is deeper than Python's recursion limit
+from pisces.modes.stream_encoding import FULL, StreamEncoder
 
 
 class FrameWriter:
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, encoder: StreamEncoder | None = None) -> None:
         self.fd = fd
-        self._encoder = msgspec.json.Encoder(enc_hook=_enc_hook)
-        self._buf = bytearray()
+        self.encoder = encoder or StreamEncoder()
+        self.profile = FULL  # what message_update frames carry (see stream_encoding)
         self.closed = False
         self.bytes_written = 0
 
@@ -60,42 +31,23 @@ class FrameWriter:
         sys.stdout = sys.stderr
         return cls(fd)
 
-    def _encode(self, obj: Any, buf: bytearray) -> None:
-        try:
-            self._encoder.encode_into(obj, buf)
-        except UnicodeEncodeError:
-            buf[:] = encode_with_lone_surrogates(obj)
-        except RecursionError:
-            # A deep value: get_session_tree nests two levels per entry, so a long session's tree outgrows
-            # Python's default limit of 1000. msgspec recurses in C with little stack per level (200,000 levels
-            # fit in the 8 MB main stack), so allow more levels for this one encode.
-            buf.clear()
-            old = sys.getrecursionlimit()
-            sys.setrecursionlimit(max(old, DEEP_ENCODE_LIMIT))
-            try:
-                self._encoder.encode_into(obj, buf)
-            finally:
-                sys.setrecursionlimit(old)
-
     def write(self, obj: Any) -> None:
+        """Encode ``obj`` for this writer's profile and write it as one line. Raises when it cannot be
+        encoded (nothing is written then)."""
         if self.closed:
             return
-        buf = self._buf
+        self.write_bytes(self.encoder.encode(obj, self.profile))
+
+    def write_bytes(self, frame: bytes) -> None:
+        """Write one already encoded frame (its final newline included)."""
+        if self.closed:
+            return
         try:
-            self._encode(obj, buf)
-        except BaseException:
-            buf.clear()  # never leave half a frame in front of the next one
-            raise
-        buf.extend(b"\n")
-        try:
-            view = memoryview(buf)
-            total = len(buf)
+            view = memoryview(frame)
+            total = len(frame)
             done = 0
             while done < total:
                 done += os.write(self.fd, view[done:])
             self.bytes_written += total
         except (BrokenPipeError, OSError):
             self.closed = True
-        finally:
-            del view
-            buf.clear()

@@ -1,0 +1,78 @@
+"""``pisces --list-models [SEARCH]``: the model catalogue, one model a line, with each provider's key status.
+
+pi's columns (provider, model, context, max-out, thinking, images; sorted by provider, then id), plus a
+``key`` column saying where the provider's key comes from, or which variable to set. Unlike pi, models
+without a key are listed too (that is what the key column is for). The built-in faux model is listed last:
+it needs no key.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from pisces.ai.models import PROVIDER_ENV_KEYS
+
+HEADERS = ("provider", "model", "context", "max-out", "thinking", "images", "key")
+
+
+def format_tokens(count: int) -> str:
+    """200000 -> 200K, 1000000 -> 1M, 1500 -> 1.5K (pi's display)."""
+    for size, unit in ((1_000_000, "M"), (1_000, "K")):
+        if count >= size:
+            value = count / size
+            return f"{int(value)}{unit}" if value == int(value) else f"{value:.1f}{unit}"
+    return str(count)
+
+
+def key_status(registry: Any, provider: str) -> str:
+    if provider == "faux":
+        return "none needed"
+    key, source = registry.auth.lookup(provider)
+    if key:
+        return {"override": "--api-key"}.get(source or "", source or "set")
+    names = PROVIDER_ENV_KEYS.get(provider)
+    return f"missing: set {names[0]}" if names else "missing: add apiKey in models.json or auth.json"
+
+
+def matches(search: str, text: str) -> bool:
+    """Every word of ``search`` is in ``text`` (case-insensitive), or its letters appear in order."""
+    text = text.lower()
+    words = search.lower().split()
+    if all(w in text for w in words):
+        return True
+    pos = 0
+    for ch in search.lower().replace(" ", ""):
+        pos = text.find(ch, pos) + 1
+        if pos == 0:
+            return False
+    return True
+
+
+def catalogue_lines(registry: Any, search: str | None = None) -> list[str]:
+    models = sorted(registry.get_all(), key=lambda m: (m.provider == "faux", m.provider, m.id))
+    if search:
+        models = [m for m in models if matches(search, f"{m.provider} {m.id}")]
+    if not models:
+        return [f'No models matching "{search}"'] if search else ["No models are configured."]
+    statuses: dict[str, str] = {}
+    rows = []
+    for m in models:
+        if m.provider not in statuses:
+            statuses[m.provider] = key_status(registry, m.provider)
+        rows.append((m.provider, m.id, format_tokens(m.contextWindow), format_tokens(m.maxTokens),
+                     "yes" if m.reasoning else "no", "yes" if "image" in m.input else "no", statuses[m.provider]))
+    widths = [max(len(HEADERS[i]), *(len(r[i]) for r in rows)) for i in range(len(HEADERS))]
+    fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return [fmt(HEADERS), *(fmt(r) for r in rows)]
+
+
+def run_list_models(search: str | None, *, api_key: str | None = None, provider: str | None = None) -> int:
+    from pisces.core.models_registry import ModelRegistry
+
+    registry = ModelRegistry(api_key_override=api_key, override_provider=provider, enable_faux=True)
+    if registry.load_error:
+        sys.stderr.write(f"pisces: {registry.load_error}\n")
+    sys.stdout.write("\n".join(catalogue_lines(registry, search)) + "\n")
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,170 @@
+"""Events to frame bytes, per stream profile: the one encoder every front end uses (stdio, later the web host).
+
+Three profiles differ only in ``message_update``:
+
+``full`` (the default)
+    pi's exact frame: ``{"type":"message_update","assistantMessageEvent":{…,"partial":S},"message":S}``.
+    The snapshot S appears twice; it is encoded once and its bytes copied.
+``lean``
+    ``assistantMessageEvent`` without ``partial``; the snapshot once, in ``message``.
+``deltas``
+    no snapshot at all: ``{"type":"message_update","assistantMessageEvent":{…}}``. A client rebuilds the
+    message from the deltas; ``message_start`` and ``message_end`` still carry the whole message, so stdout
+    grows with the reply, not with its square.
+
+Every other frame is the same in all profiles. A frame is compact JSON, UTF-8 not escaped, one line.
+``encode_profiles`` encodes one event for several profiles at once (a host with many clients), still
+encoding each snapshot a single time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any, Iterable
+
+import msgspec
+from msgspec import UNSET
+
+FULL = "full"
+LEAN = "lean"
+DELTAS = "deltas"
+PROFILES = (FULL, LEAN, DELTAS)
+
+DEEP_ENCODE_LIMIT = 20_000  # nesting levels allowed when a frame is deeper than Python's recursion limit
+
+_UPDATE_HEAD = b'{"type":"message_update","assistantMessageEvent":'
+_PARTIAL_KEY = b',"partial":'
+_MESSAGE_KEY = b',"message":'
+
+
+def profile_for(*, partial: bool = True, message_snapshots: bool = True) -> str:
+    """The profile that sends the snapshots asked for (no message snapshots means no partial either)."""
+    if not message_snapshots:
+        return DELTAS
+    return FULL if partial else LEAN
+
+
+def _enc_hook(obj: Any) -> Any:
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if isinstance(obj, BaseException):
+        return str(obj)
+    raise NotImplementedError(f"cannot encode {type(obj).__name__}")
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    return obj
+
+
+def encode_with_lone_surrogates(obj: Any) -> bytes:
+    """A value holding a lone UTF-16 surrogate (JSON.parse accepts ``"\\ud800"``; UTF-8 cannot carry it),
+    written as JSON.stringify writes it: a ``\\uXXXX`` escape. Rare, so the slow path."""
+    data = _finite(msgspec.to_builtins(obj, enc_hook=_enc_hook))
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
+
+
+class StreamEncoder:
+    """Turns events and responses into frame bytes (each ending in ``\\n``). Not thread-safe: one per loop."""
+
+    def __init__(self) -> None:
+        self._encoder = msgspec.json.Encoder(enc_hook=_enc_hook)
+
+    # -- any value ----------------------------------------------------------------------------
+    def append(self, obj: Any, buf: bytearray) -> None:
+        """Encode ``obj`` onto the end of ``buf``; ``buf`` is unchanged when this raises."""
+        start = len(buf)
+        try:
+            self._encoder.encode_into(obj, buf, -1)
+        except UnicodeEncodeError:
+            del buf[start:]
+            buf += encode_with_lone_surrogates(obj)
+        except RecursionError:
+            # A deep value: get_session_tree nests two levels per entry, so a long session's tree outgrows
+            # Python's default limit of 1000. msgspec recurses in C with little stack per level (200,000
+            # levels fit in the 8 MB main stack), so allow more levels for this one encode.
+            del buf[start:]
+            old = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(old, DEEP_ENCODE_LIMIT))
+            try:
+                self._encoder.encode_into(obj, buf, -1)
+            except BaseException:
+                del buf[start:]
+                raise
+            finally:
+                sys.setrecursionlimit(old)
+        except BaseException:
+            del buf[start:]
+            raise
+
+    def encode(self, obj: Any, profile: str = FULL) -> bytes:
+        """One frame, newline included."""
+        return self.encode_profiles(obj, (profile,))[profile]
+
+    # -- several profiles at once ------------------------------------------------------------
+    def encode_profiles(self, obj: Any, profiles: Iterable[str]) -> dict[str, bytes]:
+        wanted = tuple(dict.fromkeys(profiles))
+        for p in wanted:
+            if p not in PROFILES:
+                raise ValueError(f"unknown stream profile {p!r}: use one of {', '.join(PROFILES)}")
+        parts = _update_parts(obj)
+        if parts is None:
+            buf = bytearray()
+            self.append(obj, buf)
+            buf += b"\n"
+            frame = bytes(buf)
+            return {p: frame for p in wanted}
+        return self._encode_update(obj, *parts, wanted)
+
+    def _encode_update(self, obj: Any, ame: Any, message: Any, wanted: tuple[str, ...]) -> dict[str, bytes]:
+        partial = ame.partial
+        try:
+            ame.partial = UNSET  # the event's own fields, once, without the snapshot
+            event_buf = bytearray()
+            self.append(ame, event_buf)
+        finally:
+            ame.partial = partial
+        if not event_buf.endswith(b"}"):  # cannot splice: write it the plain way
+            buf = bytearray()
+            self.append(obj, buf)
+            buf += b"\n"
+            return {p: bytes(buf) for p in wanted}
+        out: dict[str, bytes] = {}
+        snapshot = bytearray()
+        if FULL in wanted or LEAN in wanted:
+            self.append(message, snapshot)
+        if DELTAS in wanted:
+            out[DELTAS] = b"".join((_UPDATE_HEAD, event_buf, b"}\n"))
+        if LEAN in wanted:
+            out[LEAN] = b"".join((_UPDATE_HEAD, event_buf, _MESSAGE_KEY, snapshot, b"}\n"))
+        if FULL in wanted:
+            if partial is UNSET:
+                out[FULL] = b"".join((_UPDATE_HEAD, event_buf, _MESSAGE_KEY, snapshot, b"}\n"))
+            else:
+                if partial is message:
+                    partial_bytes: bytes | bytearray = snapshot
+                else:
+                    partial_bytes = bytearray()
+                    self.append(partial, partial_bytes)
+                out[FULL] = b"".join((_UPDATE_HEAD, memoryview(event_buf)[:-1], _PARTIAL_KEY, partial_bytes,
+                                      b"}", _MESSAGE_KEY, snapshot, b"}\n"))
+        return out
+
+
+def _update_parts(obj: Any) -> tuple[Any, Any] | None:
+    """(assistantMessageEvent, message) of a message_update event whose event struct carries ``partial``;
+    None for every other frame."""
+    config = getattr(obj, "__struct_config__", None)
+    if config is None or config.tag != "message_update":
+        return None
+    ame = getattr(obj, "assistantMessageEvent", None)
+    if ame is None or not hasattr(ame, "__struct_config__") or "partial" not in ame.__struct_fields__:
+        return None
+    return ame, obj.message
