@@ -153,7 +153,8 @@ def test_every_command_once(home, spawn):
     assert ok({"type": "get_commands"}) == {"commands": [
         {"name": "review", "description": "Review code", "source": "prompt",
          "sourceInfo": {"path": os.path.join(prompts, "review.md"), "source": "local", "scope": "user",
-                        "origin": "top-level"}}]}
+                        "origin": "top-level"},
+         "location": "user", "path": os.path.join(prompts, "review.md")}]}  # seed 002's fields beside sourceInfo
     tools = ok({"type": "get_tools"})
     assert tools["activeToolNames"] == ["read", "bash", "edit", "write"]
     assert {t["name"] for t in tools["allTools"]} >= {"read", "bash", "edit", "write", "grep", "find", "ls"}
@@ -163,7 +164,8 @@ def test_every_command_once(home, spawn):
 
     # tree, labels, fork, navigate ---------------------------------------------------------------------------
     forks = ok({"type": "get_fork_messages"})["messages"]
-    assert [m["text"] for m in forks] == ["hello", "second"] and all(set(m) == {"entryId", "text"} for m in forks)
+    assert [m["text"] for m in forks] == ["hello", "second"]
+    assert all(set(m) == {"entryId", "text", "timestamp"} for m in forks)  # later pi added the timestamp
     tree = ok({"type": "get_session_tree"})
     assert set(tree) == {"leafId", "nodes"}
     assert ok({"type": "set_entry_label", "targetId": forks[0]["entryId"], "label": "start"}) is None
@@ -215,7 +217,7 @@ ALIASES = [
     ({"type": "queue_message", "message": "queued"}, None),
     ({"type": "set_queue_mode", "mode": "all"}, None),
     ({"type": "get_branch_messages"}, {"messages": [{"text": "hi"}]}),
-    ({"type": "get_tree"}, "tree"),
+    ({"type": "get_tree"}, "pi-tree"),  # later pi's own shape, not seed 002's (test_e2e_newer_pi.py)
     ({"type": "set_label", "label": "lbl"}, None),
     ({"type": "get_sessions"}, "sessions"),
     ({"type": "get_available_sessions"}, "sessions"),
@@ -232,14 +234,14 @@ def test_aliases_echo_the_name_the_client_used(home, spawn):
     for i, (cmd, expect) in enumerate(ALIASES):
         cmd = {"id": f"a{i}", **cmd}
         if cmd["type"] in ("set_label", "branch"):
-            cmd["targetId" if cmd["type"] == "set_label" else "entryId"] = user_entry
+            cmd["entryId"] = user_entry
         r = p.request(cmd)
         assert r["id"] == cmd["id"] and r["type"] == "response" and r["command"] == cmd["type"], r
         assert r["success"] is True, r
         if expect is None:
             assert "data" not in r
-        elif expect == "tree":
-            assert set(r["data"]) == {"leafId", "nodes"}
+        elif expect == "pi-tree":
+            assert set(r["data"]) == {"leafId", "tree"}
         elif expect == "sessions":
             assert len(r["data"]["sessions"]) == 1
         elif cmd["type"] == "get_branch_messages":

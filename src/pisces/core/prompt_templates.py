@@ -55,16 +55,26 @@ def load_templates(cwd: str) -> dict[str, dict[str, Any]]:
     return found
 
 
+def slash_command(name: str, source: str, *, description: str | None = None, path: str | None = None,
+                  scope: str | None = None, origin: str = "top-level", discovered: str = "local") -> dict[str, Any]:
+    """One ``get_commands`` item: pi 0.73.1's ``{name, description?, source, sourceInfo}`` with seed 002's
+    ``location`` ("user" | "project" | "path") and ``path`` beside it. ``source`` is "prompt", "skill" or
+    "extension"; ``scope`` is "user", "project" or None (a path given on the command line)."""
+    cmd: dict[str, Any] = {"name": name}
+    if description:
+        cmd["description"] = description
+    cmd["source"] = source
+    if path is not None:
+        cmd["sourceInfo"] = {"path": path, "source": discovered if scope else "cli",
+                             "scope": scope or "temporary", "origin": origin}
+        cmd["location"] = scope if scope in ("user", "project") else "path"
+        cmd["path"] = path
+    return cmd
+
+
 def list_prompt_commands(cwd: str) -> list[dict[str, Any]]:
-    out = []
-    for name, t in load_templates(cwd).items():
-        cmd: dict[str, Any] = {"name": name}
-        if t["description"]:
-            cmd["description"] = t["description"]
-        cmd["source"] = "prompt"
-        cmd["sourceInfo"] = {"path": t["path"], "source": "local", "scope": t["scope"], "origin": "top-level"}
-        out.append(cmd)
-    return out
+    return [slash_command(name, "prompt", description=t["description"] or None, path=t["path"], scope=t["scope"])
+            for name, t in load_templates(cwd).items()]
 
 
 _ARG = re.compile(r"\$(@|\d)")

@@ -19,6 +19,7 @@ from pisces.ai.types import (
     UserMessage,
     num,
 )
+from pisces.core.session_views_pi import fork_messages  # noqa: F401 - the session's view, later pi's shape
 from pisces.core.store import entry_type
 
 
@@ -157,20 +158,6 @@ def last_assistant_text(messages: list[Any]) -> str | None:
             continue
         return "".join(b.text for b in m.content if isinstance(b, TextContent)).strip()
     return None
-
-
-def fork_messages(entries: list[Any]) -> list[dict[str, str]]:
-    """User messages of the whole file (every branch), in file order, as pi lists them."""
-    out = []
-    for e in entries:
-        if entry_type(e) != "message":
-            continue
-        m = e.message
-        if isinstance(m, UserMessage):
-            text = user_text(m)
-            if text:
-                out.append({"entryId": e.id, "text": text})
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

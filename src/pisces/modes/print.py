@@ -1,7 +1,10 @@
 """``pisces -p "msg"`` (print the final assistant text) and ``--mode json`` (every event as a JSON line).
 
-Piped stdin is read and joined to the prompt, as pi does. Exit codes: 0 when the last reply succeeded,
-1 when it ended in an error or was aborted (the error goes to stderr), 2 for bad usage.
+``--mode json`` writes what pi writes: the session header line first (``{"type":"session","version":3,…}``),
+then every event in pi's shape (``--stream-profile`` picks a leaner ``message_update``). Piped stdin is read
+and joined to the prompt, as pi does. In both modes retries and compactions are reported on stderr as they
+happen. Exit codes: 0 when the last reply succeeded, 1 when it ended in an error or was aborted (the error
+goes to stderr), 2 for bad usage.
 """
 
 from __future__ import annotations
@@ -48,7 +51,10 @@ async def _run(args: Any, json_events: bool) -> int:
         return 1
     writer = FrameWriter.take_stdout() if json_events else None
     if writer is not None:
+        writer.profile = getattr(args, "stream_profile", None) or writer.profile
+        writer.write(session.store.get_header())
         session.subscribe(writer.write)
+    session.subscribe(_report_progress)
     last_error: str | None = None
     try:
         for text in prompts:
@@ -72,6 +78,22 @@ async def _run(args: Any, json_events: bool) -> int:
         sys.stderr.write(f"pisces: {last_error}\n")
         return 1
     return 0
+
+
+def _report_progress(event: Any) -> None:
+    """Retries and automatic compactions, one line each on stderr, while they happen."""
+    if not isinstance(event, dict):
+        return
+    kind = event.get("type")
+    if kind == "auto_retry_start":
+        seconds = event.get("delayMs", 0) / 1000
+        sys.stderr.write(f"pisces: {event.get('errorMessage')}; retrying in {seconds:g} s "
+                         f"(attempt {event.get('attempt')} of {event.get('maxAttempts')})\n")
+    elif kind == "auto_compaction_start":
+        sys.stderr.write(f"pisces: compacting the session ({event.get('reason')})\n")
+    else:
+        return
+    sys.stderr.flush()
 
 
 def run_print(args: Any, *, json_events: bool) -> int:

@@ -260,7 +260,11 @@ def h_list_sessions(server: Any, cmd: dict) -> Any:
         scope = "cwd"
     if scope not in ("cwd", "all"):
         raise RpcError(f"Invalid scope {_quoted(scope)}: use 'cwd' or 'all'")
-    return {"sessions": server.session.list_sessions(scope, _opt_str(cmd, "sessionDir"))}
+    sessions = server.session.list_sessions(scope, _opt_str(cmd, "sessionDir"))
+    if cmd.get("includeSearchText") is False:  # later pi: the search text only on request (seed 002: always)
+        for s in sessions:
+            s.pop("allMessagesText", None)
+    return {"sessions": sessions}
 
 
 def h_get_session_tree(server: Any, cmd: dict) -> Any:
@@ -277,11 +281,46 @@ def h_navigate_tree(server: Any, cmd: dict) -> Any:
 
 
 def h_set_entry_label(server: Any, cmd: dict) -> Any:
-    target = _opt_str(cmd, "targetId")
+    target = _opt_str(cmd, "targetId") or _opt_str(cmd, "entryId")
     if not target:
         raise RpcError("set_entry_label needs 'targetId'")
     server.session.set_entry_label(target, _opt_str(cmd, "label"))
     return NO_DATA
+
+
+# -- later pi's names and shapes -----------------------------------------------------------------
+def h_set_label(server: Any, cmd: dict) -> Any:
+    target = _opt_str(cmd, "entryId") or _opt_str(cmd, "targetId")
+    if not target:
+        raise RpcError("set_label needs 'entryId'")
+    server.session.set_entry_label(target, _opt_str(cmd, "label"))
+    return NO_DATA
+
+
+def h_get_tree(server: Any, cmd: dict) -> Any:
+    from pisces.core.session_views_pi import pi_tree
+
+    store = server.session.store
+    return pi_tree(store.get_entries(), store.get_leaf_id(), store.get_labels(),
+                   include_content=cmd.get("includeContent") is True)
+
+
+def h_get_entries(server: Any, cmd: dict) -> Any:
+    from pisces.core.session_views_pi import entries_since
+
+    since = _opt_str(cmd, "since")
+    store = server.session.store
+    try:
+        entries = entries_since(store.get_entries(), since)
+    except KeyError:
+        raise RpcError(f"Entry {since} not found: 'since' takes an entry id from an earlier get_entries") from None
+    return {"entries": entries, "leafId": store.get_leaf_id()}
+
+
+def h_get_available_thinking_levels(server: Any, cmd: dict) -> Any:
+    from pisces.ai.models import supported_thinking_levels
+
+    return {"levels": supported_thinking_levels(server.session.model)}
 
 
 def h_get_context_usage(server: Any, cmd: dict) -> Any:
@@ -381,4 +420,8 @@ COMMANDS: dict[str, Callable[[Any, dict], Any]] = {
     "clear_queue": h_clear_queue,
     "trust_project": h_trust_project,
     "set_stream_options": h_set_stream_options,
+    "get_tree": h_get_tree,
+    "set_label": h_set_label,
+    "get_entries": h_get_entries,
+    "get_available_thinking_levels": h_get_available_thinking_levels,
 }
