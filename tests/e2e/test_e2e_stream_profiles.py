@@ -52,8 +52,10 @@ def test_stream_options_booleans_and_bad_values(home, spawn):
     p = spawn("--provider", "faux", "--no-session", "--stream-profile", "deltas")
     assert p.ok({"type": "set_stream_options"}) == {"profile": "deltas", "partial": False,
                                                     "messageSnapshots": False}
+    # an option left out keeps its current value
     assert p.ok({"type": "set_stream_options", "messageSnapshots": True}) == {
-        "profile": "full", "partial": True, "messageSnapshots": True}
+        "profile": "lean", "partial": False, "messageSnapshots": True}
+    assert p.ok({"type": "set_stream_options", "partial": True})["profile"] == "full"
     assert p.ok({"type": "set_stream_options", "partial": False})["profile"] == "lean"
     for bad in ({"profile": "huge"}, {"partial": "no"}, {"profile": "full", "partial": False}):
         r = p.request({"id": "b", "type": "set_stream_options", **bad})
