@@ -73,6 +73,7 @@ class Recorded:
 class ScriptedServer:
     def __init__(self) -> None:
         self.replies: list[Reply | Callable[[Recorded], Reply]] = []
+        self.fallback: Reply | Callable[[Recorded], Reply] | None = None  # answers when nothing is queued
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -98,7 +99,7 @@ class ScriptedServer:
                 rec = Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 with outer._lock:
                     outer.requests.append(rec)
-                    reply = outer.replies.pop(0) if outer.replies else None
+                    reply = outer.replies.pop(0) if outer.replies else outer.fallback
                 if callable(reply):
                     reply = reply(rec)
                 if reply is None:
