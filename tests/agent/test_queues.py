@@ -93,13 +93,13 @@ async def test_steer_during_streaming_is_delivered_after_the_turn(faux, interrup
 async def test_immediate_mode_skips_tools_still_running_when_a_steer_is_queued(faux):
     tool = SleepTool()
     faux.enqueue({"toolCalls": [{"name": "sleep", "arguments": {"ms": 40}, "id": "fast"},
-                                {"name": "sleep", "arguments": {"ms": 5000}, "id": "slow"}]},
+                                {"name": "sleep", "arguments": {"ms": 60000}, "id": "slow"}]},
                  {"text": "ok, changing course"})
     agent = Agent(model=MODEL, tools=[tool], interrupt_mode="immediate")
     rec = Recorder(agent)
     t0 = time.monotonic()
     await run_with(agent, rec, "run both", pred=is_tool_start("slow"), action=lambda: agent.steer(user("stop that")))
-    assert time.monotonic() - t0 < 1.0  # the 5 s tool did not run to its end
+    assert time.monotonic() - t0 < 30  # the 60 s tool did not run to its end
     assert ("done", "fast") in tool.log and ("saw abort", "slow") in tool.log
     ends = [e for e in rec.events if isinstance(e, ToolExecutionEndEvent)]
     assert [(e.toolCallId, e.isError) for e in ends] == [("fast", False), ("slow", True)]

@@ -429,11 +429,11 @@ async def test_connection_refused(server):
 
 async def test_abort_mid_stream(server):
     server.push(Reply.sse([msg_start(), block_start(0, {"type": "text", "text": ""}), text_delta(0, "partial"),
-                           Stall(5), text_delta(0, " never"), block_stop(0), msg_delta(), MSG_STOP], named=True))
+                           Stall(60), text_delta(0, " never"), block_stop(0), msg_delta(), MSG_STOP], named=True))
     signal = AbortSignal()
     t0 = time.monotonic()
     types, last = await abort_soon_after_text_deltas(make_model(server), ctx(), opts(signal=signal), signal)
-    assert time.monotonic() - t0 < 2
+    assert time.monotonic() - t0 < 30  # bounds a hang: the event types show the stall was cut short
     assert types == ["start", "text_start", "text_delta", "text_end", "error"]
     assert last.reason == "aborted"
     assert last.error.stopReason == "aborted"

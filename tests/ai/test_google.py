@@ -303,11 +303,11 @@ async def test_connection_dropped_mid_stream(server):
 
 
 async def test_abort_mid_stream(server):
-    server.push(Reply.sse([chunk({"text": "partial"}), Stall(5), chunk({"text": " never"}, finish="STOP")]))
+    server.push(Reply.sse([chunk({"text": "partial"}), Stall(60), chunk({"text": " never"}, finish="STOP")]))
     signal = AbortSignal()
     t0 = time.monotonic()
     types, last = await abort_soon_after_text_deltas(make_model(server), ctx(), opts(signal=signal), signal)
-    assert time.monotonic() - t0 < 2
+    assert time.monotonic() - t0 < 30  # bounds a hang: the event types show the stall was cut short
     assert types == ["start", "text_start", "text_delta", "text_end", "error"]
     assert last.reason == "aborted"
     assert last.error.stopReason == "aborted"

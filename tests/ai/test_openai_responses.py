@@ -271,7 +271,7 @@ async def test_stream_cut_short_without_completed(server):
 
 
 async def test_abort_mid_stream_keeps_partial_text(server):
-    server.push(Reply.sse([created(), *message_item(["Slow ", "stream"])[:4], Stall(5), completed()], named=True))
+    server.push(Reply.sse([created(), *message_item(["Slow ", "stream"])[:4], Stall(60), completed()], named=True))
     signal = AbortSignal()
 
     def on_event(ev, events):
@@ -280,7 +280,7 @@ async def test_abort_mid_stream_keeps_partial_text(server):
 
     t0 = time.monotonic()
     events = await run(make_model(server), ctx(user("q")), opts(signal=signal), on_event)
-    assert time.monotonic() - t0 < 2
+    assert time.monotonic() - t0 < 30  # bounds a hang: the event types show the stall was cut short
     assert kinds(events) == ["start", "text_start", "text_delta", "text_delta", "text_end", "error"]
     msg = final(events)
     assert events[-1].reason == "aborted" and msg.stopReason == "aborted"

@@ -202,7 +202,7 @@ async def test_abort_while_provider_waits_closes_open_blocks_in_content_order():
     aborter = asyncio.create_task(abort_after(signal, 0.05))
     events = await collect(model("slow-open-blocks"), StreamOptions(signal=signal))
     await aborter
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < 30  # bounds a hang; the events show what ended it
     assert kinds(events) == ["start", "thinking_start", "thinking_delta", "text_start", "text_delta",
                              "thinking_end", "text_end", "error"]
     thinking_end, text_end, err = events[-3:]
@@ -232,7 +232,7 @@ async def test_abort_before_any_content_gives_empty_aborted_message():
     aborter = asyncio.create_task(abort_after(signal, 0.03))
     events = await collect(model("slow-before-anything"), StreamOptions(signal=signal))
     await aborter
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < 30  # bounds a hang; the events show what ended it
     assert kinds(events) == ["start", "error"]
     assert events[-1].error.stopReason == "aborted"
     assert events[-1].error.errorMessage == "Request was aborted"
@@ -248,7 +248,7 @@ async def test_abort_of_faux_mid_text_keeps_the_streamed_prefix(faux):
         events.append(ev)
         if kinds(events).count("text_delta") == 3:
             signal.abort()  # from inside the consumer, between two provider reads
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < 30  # bounds a hang; the events show what ended it
     assert_one_terminal(events)
     assert kinds(events)[-2:] == ["text_end", "error"]
     deltas = "".join(ev.delta for ev in events if event_type(ev) == "text_delta")
@@ -308,7 +308,7 @@ async def test_stall_ends_the_stream_with_an_error_keeping_partial_content():
     t0 = time.monotonic()
     events = await collect(model("stall"), StreamOptions(idleTimeoutMs=100))
     elapsed = time.monotonic() - t0
-    assert 0.09 <= elapsed < 1.0
+    assert 0.09 <= elapsed < 30  # not before the idle timeout; the upper bound only bounds a hang
     assert kinds(events) == ["start", "text_start", "text_delta", "text_end", "error"]
     err = events[-1]
     assert err.reason == "error"
@@ -323,7 +323,7 @@ async def test_stall_ends_the_stream_with_an_error_keeping_partial_content():
 async def test_stall_before_any_content():
     t0 = time.monotonic()
     events = await collect(model("slow-before-anything"), StreamOptions(idleTimeoutMs=50))
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < 30  # bounds a hang; the events show what ended it
     assert kinds(events) == ["start", "error"]
     assert events[-1].reason == "error"
     assert events[-1].error.stopReason == "error"
@@ -338,7 +338,9 @@ async def test_stall_with_an_open_block_is_still_one_terminal():
 
 async def test_steady_stream_longer_than_the_idle_timeout_is_not_a_stall():
     t0 = time.monotonic()
-    events = await collect(model("steady"), StreamOptions(idleTimeoutMs=100))
+    # a chunk every 20 ms for 10 chunks, against an idle timeout of 150 ms: a 7x margin per gap, and the
+    # whole stream still outlives the timeout
+    events = await collect(model("steady"), StreamOptions(idleTimeoutMs=150))
     assert time.monotonic() - t0 >= 0.15  # the whole stream outlived the timeout
     assert kinds(events)[-1] == "done"
     assert final(events).content == [TextContent(text="0123456789")]
@@ -367,7 +369,7 @@ async def test_exactly_one_terminal_event_always(kind, abort_at):
     events = await collect(model(kind), StreamOptions(signal=signal, idleTimeoutMs=80))
     if aborter is not None:
         await aborter
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < 30  # bounds a hang; the events show what ended it
     assert_one_terminal(events)
     ks = kinds(events)
     assert ks.count("start") <= 1

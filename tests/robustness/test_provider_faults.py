@@ -8,7 +8,10 @@ Each attempt is one ``agent_start``/``agent_end`` pair (pi's shape: a retry is a
 prompt exactly one ``agent_settled``, each attempt exactly one request to the server, and every assistant
 ``message_start`` has exactly one ``message_end``.
 
-Settings: ``retry.maxRetries`` 2, ``retry.baseDelayMs`` 20, SDK retries off, ``idleTimeoutMs`` 400.
+Settings: ``retry.maxRetries`` 2, ``retry.baseDelayMs`` 20, SDK retries off. The idle timeout is set so that
+it cannot fire on a healthy stream however busy the machine is (a short one made a slow machine's normal reply
+look stalled: one extra request, a test failing on timing alone): 120 s, except for the stall fault, which
+needs it to fire and gets 3 s (its server stalls for 30 s).
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from robust_harness import Agent, events_of, write_scripted_config
 from scripted_server import DROP, Reply, Stall
 
 MAX_RETRIES = 2
-SETTLE_TIMEOUT = 15.0
-STALL_S = 30.0  # longer than any wait here: only the idle timeout (0.4 s) can end a stalled stream
+SETTLE_TIMEOUT = 90.0  # bounds a hang only
+STALL_S = 30.0  # longer than the stall fault's idle timeout: only that timeout can end a stalled stream
+STALL_IDLE_MS = 3000  # the stall fault's idle timeout
+IDLE_MS = 120_000  # every other test: never fires on a stream that is flowing, however slowly
 
 
 # ------------------------------------------------------------------------------------------------
@@ -75,9 +80,10 @@ FAULTS = {
 # ------------------------------------------------------------------------------------------------
 # Running one prompt
 # ------------------------------------------------------------------------------------------------
-def start(tmp_path, server) -> Agent:
+def start(tmp_path, server, fault: str = "") -> Agent:
     home = str(tmp_path / "home")
-    write_scripted_config(home, server.url, max_retries=MAX_RETRIES, idle_timeout_ms=400, base_delay_ms=20)
+    idle = STALL_IDLE_MS if fault == "stall mid-stream" else IDLE_MS
+    write_scripted_config(home, server.url, max_retries=MAX_RETRIES, idle_timeout_ms=idle, base_delay_ms=20)
     agent = Agent([], home=home, cwd=str(tmp_path / "work"))
     agent.wait_for(lambda f: f.get("type") == "ready")
     return agent
@@ -124,7 +130,7 @@ def finish(agent: Agent) -> None:
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_transient_fault_is_retried_then_succeeds(tmp_path, server, fault):
     server.push(FAULTS[fault](), good_reply())
-    agent = start(tmp_path, server)
+    agent = start(tmp_path, server, fault)
     try:
         frames, messages = run_prompt(agent)
         check_common(agent, frames, attempts=2, server=server)
@@ -142,7 +148,7 @@ def test_transient_fault_is_retried_then_succeeds(tmp_path, server, fault):
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_persistent_fault_ends_in_exactly_one_error(tmp_path, server, fault):
     server.push(*[FAULTS[fault]() for _ in range(MAX_RETRIES + 1)])
-    agent = start(tmp_path, server)
+    agent = start(tmp_path, server, fault)
     try:
         frames, messages = run_prompt(agent)
         check_common(agent, frames, attempts=MAX_RETRIES + 1, server=server)

@@ -87,7 +87,7 @@ async def test_background_child_does_not_block(tmp_path, run):
     elapsed = time.monotonic() - started
     try:
         assert text_of(r) == "hi\n"
-        assert elapsed < 2
+        assert elapsed < 20  # well before the 30 s background sleep would end
     finally:
         kill_group(int(pidfile.read_text()))
 
