@@ -249,7 +249,7 @@ async def test_error_event(server):
 async def test_in_stream_error_object(server):
     server.push(Reply.sse([created(), {"error": {"type": "overloaded_error", "message": "Overloaded"}}]))
     events = await run(make_model(server), ctx(user("q")))
-    assert final(events).errorMessage == "overloaded_error: Overloaded"
+    assert final(events).errorMessage == "Overloaded"
 
 
 async def test_connection_dropped_mid_stream(server):

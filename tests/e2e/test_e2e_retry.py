@@ -107,9 +107,9 @@ def test_in_stream_overloaded_error_then_success(home, spawn, server):
     assert seq == (FAILED_RUN[:6] + ["message_update*"] + FAILED_RUN[6:] + ["auto_retry_start"] + RETRY_RUN_OK
                    + ["agent_settled"])
     failed = events_of(frames, "message_end")[1]["message"]
-    assert failed["errorMessage"] == "overloaded_error: Overloaded"
+    assert failed["errorMessage"] == "Overloaded"  # the provider's message as sent
     assert failed["content"] == [{"type": "text", "text": "partial text bef"}]  # the partial text is kept
-    assert events_of(frames, "auto_retry_start")[0]["errorMessage"] == "overloaded_error: Overloaded"
+    assert events_of(frames, "auto_retry_start")[0]["errorMessage"] == "Overloaded"
     # the failed attempt's partial assistant message is not sent back to the model
     assert llm_messages(server)[1] == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
     assert "partial text" not in json.dumps(server.requests[1].body)
@@ -164,9 +164,13 @@ def test_abort_retry_cancels_the_back_off(home, spawn, server):
     t0 = time.monotonic()
     p.send({"id": "ar", "type": "abort_retry"})
     frames = p.until_type("agent_settled", timeout=30)
+    if not any(f.get("id") == "ar" for f in frames):
+        frames += p.until(lambda f: f.get("id") == "ar", timeout=30)
     assert time.monotonic() - t0 < 30  # well before the 60 s back-off would end
-    assert compact(frames) == ["response:abort_retry", "auto_retry_end", "agent_settled"]
-    assert frames[1] == {"type": "auto_retry_end", "success": False, "attempt": 1, "finalError": "Retry cancelled"}
+    # answered after the auto_retry_end it caused (agent_settled may come before or after the answer)
+    assert sorted(compact(frames)) == ["agent_settled", "auto_retry_end", "response:abort_retry"]
+    assert compact(frames)[0] == "auto_retry_end"
+    assert frames[0] == {"type": "auto_retry_end", "success": False, "attempt": 1, "finalError": "Retry cancelled"}
     assert len(server.requests) == 1
     # nothing else is pending: the next prompt works at once
     p.send({"id": "p2", "type": "prompt", "message": "again"})

@@ -11,6 +11,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
+import msgspec
 from msgspec import UNSET
 
 from pisces.agent.types import (
@@ -115,6 +116,12 @@ async def run_loop(prompts: list[Any], state: RunState, config: LoopConfig, sign
     return state.new_messages
 
 
+def _start_snapshot(m: AssistantMessage) -> AssistantMessage:
+    """The message as it is now, apart from the parts the provider goes on changing (content, usage)."""
+    usage = msgspec.structs.replace(m.usage, cost=msgspec.structs.replace(m.usage.cost))
+    return msgspec.structs.replace(m, content=list(m.content), usage=usage)
+
+
 def _add_message(m: Any, state: RunState, emit: Emit) -> None:
     emit(MessageStartEvent(message=m))
     emit(MessageEndEvent(message=m))
@@ -140,17 +147,23 @@ async def _stream_assistant(state: RunState, config: LoopConfig, signal: AbortSi
     started = False
     partial: AssistantMessage | None = None
     final: AssistantMessage | None = None
+    # message_start waits for the next event: when that ends the message (an HTTP error before any byte),
+    # message_start carries the error as pi's does; otherwise it shows the message as it was at ``start``.
+    held_start: AssistantMessage | None = None
     async for ev in config.stream_fn(model, context, options):
         kind = event_type(ev)
         if kind == "start":
             partial = ev.partial
-            started = True
-            emit(MessageStartEvent(message=partial))
+            held_start = _start_snapshot(partial)
         elif kind == "done" or kind == "error":
             final = ev.message if kind == "done" else ev.error
             break
         else:
-            if partial is None:  # a provider that skipped ``start``
+            if held_start is not None:
+                emit(MessageStartEvent(message=held_start))
+                held_start = None
+                started = True
+            elif partial is None:  # a provider that skipped ``start``
                 partial = ev.partial
                 started = True
                 emit(MessageStartEvent(message=partial))

@@ -139,6 +139,35 @@ def missing_key_message(provider: str, agent_dir: str | None = None) -> str:
             f"or give the provider an apiKey in {models_path}")
 
 
+def no_api_key_error(model: Any, registry: Any, docs: str | None = None) -> str:
+    """Why a prompt or compaction cannot run: pi's first sentence (clients match on it), then what is
+    missing and how to fix it: the provider and its variable, or that no model is selected at all; and a
+    models.json that could not be read. Names no command pisces lacks (pi says ``Use /login``)."""
+    d = docs if docs is not None else paths.docs_dir()
+    agent_dir = getattr(registry, "agent_dir", None) or paths.agent_dir()
+    auth = paths.display_path(os.path.join(agent_dir, "auth.json"))
+    provider = getattr(model, "provider", "unknown")
+    if provider in ("unknown", "", None):
+        head = "No API key found for the selected model (no model is selected: no provider has a key)."
+        keys = ", ".join(names[0] for names in PROVIDER_ENV_KEYS.values())
+        fix = (f"Set the key of the provider you use ({keys}), or add it to {auth}, then pick a model with "
+               "--provider/--model. `pisces --list-models` shows which keys are set.")
+    else:
+        head = f"No API key found for the selected model ({provider}/{model.id})."
+        names = PROVIDER_ENV_KEYS.get(provider, ())
+        if names:
+            env = names[0] if len(names) == 1 else f"{names[0]} (or {', '.join(names[1:])})"
+            fix = f"Set {env}, or add the key for {provider} to {auth}."
+        else:
+            models_json = os.path.join(os.path.dirname(auth), "models.json")
+            fix = f"Add the key for {provider} to {auth}, or give the provider an apiKey in {models_json}."
+    text = f"{head}\n\n{fix} See:\n  {d}/providers.md\n  {d}/models.md"
+    load_error = getattr(registry, "load_error", None)
+    if load_error:
+        text += f"\n\nAlso: {load_error}"
+    return text
+
+
 def no_api_key_rpc_error(docs: str | None = None) -> str:
     """pi's exact error for ``prompt``/``compact`` when the selected model has no key; ``docs`` is the
     documentation directory shown in it (pisces' own by default)."""

@@ -294,7 +294,9 @@ class ModelRegistry:
         if provider:
             canon = by_lower.get(provider.lower())
             if canon is None:
-                raise ValueError(f'Unknown provider "{provider}". Known providers: {", ".join(self.providers())}.')
+                known = [*self.providers(), *(["faux"] if "faux" not in self.providers() else [])]
+                raise ValueError(f'Unknown provider "{provider}". Known providers: {", ".join(known)} (faux is the '
+                                 'built-in scripted model); models.json adds more.')
         if not pattern:
             if canon is None:
                 return None, None
@@ -335,8 +337,8 @@ class ModelRegistry:
         shown = f"{canon}/{text}" if canon else pattern
         close = self._close_matches(text if canon else pattern, candidates)
         hint = f" Close matches: {', '.join(close)}." if close else ""
-        raise ValueError(f'Model "{shown}" not found.{hint} The RPC command get_available_models lists the '
-                         'models that have a key.')
+        raise ValueError(f'Model "{shown}" not found.{hint} `pisces --list-models` lists the models and which '
+                         'keys are set.')
 
     @staticmethod
     def _exact_full(pattern: str, models: list[Model]) -> Model | None:

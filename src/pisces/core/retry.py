@@ -64,6 +64,7 @@ class RetryPolicy:
         self.session = session
         self.attempt = 0
         self._cancel: asyncio.Event | None = None
+        self._settled: asyncio.Event | None = None  # set once a cancelled back-off has sent auto_retry_end
 
     @property
     def waiting(self) -> bool:
@@ -72,6 +73,14 @@ class RetryPolicy:
     def cancel(self) -> None:
         if self._cancel is not None:
             self._cancel.set()
+
+    async def cancel_and_wait(self) -> None:
+        """Cancel a back-off in progress and return once its ``auto_retry_end`` has been emitted (at once
+        when none is in progress)."""
+        settled = self._settled
+        self.cancel()
+        if settled is not None:
+            await settled.wait()
 
     def _end(self, success: bool, final_error: str | None = None) -> None:
         event: dict[str, Any] = {"type": "auto_retry_end", "success": success, "attempt": self.attempt}
@@ -109,14 +118,19 @@ class RetryPolicy:
         if messages and messages[-1] is last:
             messages.pop()  # out of the context sent to the model; the session file keeps it
         self._cancel = asyncio.Event()
+        settled = self._settled = asyncio.Event()
         try:
-            await asyncio.wait_for(self._cancel.wait(), timeout=delay / 1000)
-            cancelled = True
-        except asyncio.TimeoutError:
-            cancelled = False
+            try:
+                await asyncio.wait_for(self._cancel.wait(), timeout=delay / 1000)
+                cancelled = True
+            except asyncio.TimeoutError:
+                cancelled = False
+            finally:
+                self._cancel = None
+            if cancelled:
+                self._end(False, "Retry cancelled")
+                return False
+            return True
         finally:
-            self._cancel = None
-        if cancelled:
-            self._end(False, "Retry cancelled")
-            return False
-        return True
+            self._settled = None
+            settled.set()

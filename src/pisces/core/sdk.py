@@ -101,6 +101,9 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
         raise SessionConfigError(str(exc)) from None
     for warning in registry.warnings:  # after the choice, which may add some
         sys.stderr.write(f"pisces: {warning}\n")
+    if api_key and not (provider or model) and chosen is None:
+        raise SessionConfigError("--api-key was given but no model is selected to use it with: add --provider "
+                                 "<name> (anthropic, openai, google, ...) or --model <provider/id>")
     if (provider or model) and chosen is None:
         raise SessionConfigError(f"No model found for --provider {provider or '-'} --model {model or '-'}")
     store = _open_store(cwd, settings, no_session=no_session, session_dir=session_dir, session=session,

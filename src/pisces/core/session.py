@@ -119,12 +119,12 @@ class AgentSession:
         return UserMessage(content=[TextContent(text=text), *(images or [])], timestamp=now_ms())
 
     def steer(self, text: str, images: list[Any] | None = None) -> None:
-        self.agent.steer(self._user_message(text, images))
+        self.agent.steer(self._user_message(text := expand_prompt_template(self.cwd, text), images))
         self._steering_texts.append(text)
         self._emit_queue()
 
     def follow_up(self, text: str, images: list[Any] | None = None) -> None:
-        self.agent.follow_up(self._user_message(text, images))
+        self.agent.follow_up(self._user_message(text := expand_prompt_template(self.cwd, text), images))
         self._follow_up_texts.append(text)
         self._emit_queue()
 
@@ -165,7 +165,7 @@ class AgentSession:
     def _check_model(self) -> None:
         model = self.agent.model
         if model is UNKNOWN_MODEL or model.provider == "unknown" or not self.registry.has_auth(model):
-            raise SessionError(_no_key_error())
+            raise SessionError(_no_key_error(model, self.registry))
 
     async def prompt(self, text: str, *, images: list[Any] | None = None, streaming_behavior: str | None = None,
                      on_accepted: Callable[[], None] | None = None) -> None:
@@ -621,7 +621,7 @@ def _js(value: Any) -> str:
     return "undefined" if value is None else str(value)
 
 
-def _no_key_error() -> str:
-    from pisces.core.auth import no_api_key_rpc_error
+def _no_key_error(model: Any, registry: Any) -> str:
+    from pisces.core.auth import no_api_key_error
 
-    return no_api_key_rpc_error()
+    return no_api_key_error(model, registry)

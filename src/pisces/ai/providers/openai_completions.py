@@ -174,13 +174,12 @@ def decode_json(payload: str) -> Any:
 
 
 def stream_error_message(error: Any) -> str:
-    """The text for an in-stream ``{"error": {...}}``: ``type: message`` when there is a type."""
+    """The text for an in-stream ``{"error": {...}}``: the provider's message as sent (as pi shows it: no
+    ``type: `` prefix); the type or code only when there is no message."""
     if isinstance(error, dict):
         message = error.get("message")
         message = message if isinstance(message, str) else (js_json(message) if message else "")
         kind = error.get("type") or error.get("code")
-        if kind and message:
-            return f"{kind}: {message}"
         return message or (f"{kind}" if kind else "") or "The provider reported an error during streaming"
     return str(error) if error else "The provider reported an error during streaming"
 
@@ -204,19 +203,22 @@ def _status_message(exc: Any) -> str:
     return format_http_error(status, msg if isinstance(msg, str) or msg is None else js_json(msg))
 
 
-def describe_error(exc: BaseException) -> str:
-    """A sentence for any failure of the request or of the stream."""
+def describe_error(exc: BaseException, where: str = "") -> str:
+    """A sentence for any failure of the request or of the stream; ``where`` is the base URL, named when the
+    host could not be reached."""
     if isinstance(exc, ProviderError):
         return str(exc)
     openai = sys.modules.get("openai")
+    target = where or "the OpenAI API"
     if openai is not None:
         if isinstance(exc, openai.APIStatusError):
             return with_retry_after(_status_message(exc), exc)
         if isinstance(exc, openai.APITimeoutError):
-            return "Request timed out."
+            return f"Request timed out waiting for {target}"
         if isinstance(exc, openai.APIConnectionError):
-            cause = str(exc.__cause__ or "").strip()
-            return f"Connection error: {cause}" if cause else "Connection error."
+            cause = exc.__cause__
+            detail = (str(cause).strip() or type(cause).__name__) if cause is not None else ""
+            return f"Connection error: could not reach {target}" + (f" ({detail})" if detail else "")
         if isinstance(exc, openai.APIError):
             return exc.message or type(exc).__name__
     httpx2 = sys.modules.get("httpx2")
@@ -417,7 +419,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
         response = await open_stream(model, options, "/chat/completions", build_body(model, context, options))
     except Exception as exc:  # noqa: BLE001 - every failure becomes the error event
         yield StartEvent(partial=out)
-        yield fail(out, describe_error(exc))
+        yield fail(out, describe_error(exc, model.baseUrl))
         return
     yield StartEvent(partial=out)
     blocks = out.content
@@ -496,7 +498,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
             buf.finish(blocks[ci])
         if isinstance(exc, asyncio.CancelledError):
             raise
-        yield fail(out, describe_error(exc))
+        yield fail(out, describe_error(exc, model.baseUrl))
         return
     finally:
         await close_response(response)

@@ -246,7 +246,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
         response = await open_stream(model, options, "/responses", build_body(model, context, options))
     except Exception as exc:  # noqa: BLE001 - every failure becomes the error event
         yield StartEvent(partial=out)
-        yield fail(out, describe_error(exc))
+        yield fail(out, describe_error(exc, model.baseUrl))
         return
     yield StartEvent(partial=out)
     blocks = out.content
@@ -373,7 +373,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
             args.finish(block)
         if isinstance(exc, asyncio.CancelledError):
             raise
-        yield fail(out, describe_error(exc))
+        yield fail(out, describe_error(exc, model.baseUrl))
         return
     finally:
         await close_response(response)

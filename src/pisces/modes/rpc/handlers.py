@@ -186,9 +186,13 @@ def h_set_auto_retry(server: Any, cmd: dict) -> Any:
     return NO_DATA
 
 
-def h_abort_retry(server: Any, cmd: dict) -> Any:
-    server.session.abort_retry()
+async def _abort_retry(server: Any) -> Any:
+    await server.session.retry.cancel_and_wait()  # answered after the auto_retry_end it causes
     return NO_DATA
+
+
+def h_abort_retry(server: Any, cmd: dict) -> Any:
+    return _abort_retry(server)
 
 
 # -- compaction, bash, export -------------------------------------------------------------------
