@@ -6,7 +6,6 @@ Nothing here asserts a timing: the benchmarks print numbers and write JSON.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import platform
 import shutil
@@ -16,7 +15,6 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
@@ -188,22 +186,6 @@ def find_pi(log: Callable[[str], None]) -> tuple[str | None, str]:
     if out.returncode != 0 or not os.path.isfile(cli):
         return None, f"install_pi.sh failed (exit {out.returncode}): {out.stderr.strip()[-300:]}"
     return cli, ""
-
-
-def load_drive() -> ModuleType:
-    """The conformance kit's ``drive.py`` (stdlib only): its Agent wrapper and config writers."""
-    path = CONFORMANCE / "drive.py"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found (the conformance kit lives in ../shared beside the repository)")
-    name = "_pisces_bench_drive"
-    mod = sys.modules.get(name)
-    if mod is None:
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return mod
 
 
 def as_dict(obj: Any) -> dict[str, Any]:

@@ -5,8 +5,10 @@
 Measured as the conformance kit's ``drive.py bench`` measures them, each in a fresh process:
 spawn to the first ``get_state`` response and the peak RSS of a process that only answered it (idle RSS,
 from ``wait4``); a prompt whose reply is ``--words`` streamed chunks from the scripted OpenAI-wire LLM
-(``../shared/conformance/scripted_llm.py`` on 127.0.0.1), from the prompt line to ``agent_end``, the
-stdout bytes it produced and the peak RSS of that process.
+(``benchmarks/_llm.py`` on 127.0.0.1, the same server for both agents), from the prompt line to
+``agent_end``, the stdout bytes it produced and the peak RSS of that process. pisces' stdout is also measured
+with its lean and deltas stream profiles (``--stream-profile``), beside pi's. Nothing here needs ``../shared``;
+pi is found (and installed the first time) by the conformance kit's ``install_pi.sh`` when it is there.
 
 :class:`RpcHarness` is also what the sessions, export, compaction and grep modules use for their RPC
 figures (``switch_session``, ``export_html``, ``compact``, a scripted grep tool call).
@@ -33,14 +35,17 @@ from typing import Any, Callable
 if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import CONFORMANCE, Config, Figure, Results, find_pi, load_drive
+from benchmarks import _agent
+from benchmarks._common import Config, Figure, Results, find_pi
+
+LLM_SCRIPT = Path(__file__).resolve().parent / "_llm.py"
 
 
 class ScriptedLLM:
-    """The conformance kit's scripted LLM, in a subprocess on a free 127.0.0.1 port."""
+    """The benchmarks' scripted LLM (``_llm.py``), in a subprocess on a free 127.0.0.1 port."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(CONFORMANCE / "scripted_llm.py"), "--port", "0"],
+        self.proc = subprocess.Popen([sys.executable, str(LLM_SCRIPT), "--port", "0"],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         line = self.proc.stdout.readline() if self.proc.stdout else ""
         if not line.startswith("LISTENING"):
@@ -87,11 +92,11 @@ class RpcHarness:
 
     def __init__(self, cfg: Config, res: Results) -> None:
         self.cfg = cfg
-        self.drive = load_drive()
+        self.drive = _agent  # the script turns (T, TOOL, SUMMARY) and the process wrapper
         self.llm = ScriptedLLM()
         self.tmp = Path(tempfile.mkdtemp(prefix="rpc-", dir=cfg.tmp))
         self.home = str(self.tmp / "home")
-        self.drive.write_agent_config(self.home, port=self.llm.port)
+        self.drive.write_agent_config(self.home, self.llm.port)
         self.cwd = self.tmp / "cwd"
         self.cwd.mkdir()
         env = self.drive.agent_env(self.home)
@@ -110,7 +115,7 @@ class RpcHarness:
         self._warm()
 
     def _warm(self) -> None:
-        """One untimed start of each agent (file cache), as drive.py does."""
+        """One untimed start of each agent (file cache)."""
         for spec in self.agents:
             try:
                 a = self.spawn(spec)
@@ -189,13 +194,13 @@ def warm_up_prompt(h: RpcHarness, a: Any) -> None:
 
 
 def streamed_reply(h: RpcHarness, spec: AgentSpec, words: int, warm: bool = False,
-                   idle_s: float = 0.0) -> dict[str, float]:
+                   idle_s: float = 0.0, args: list[str] | None = None) -> dict[str, float]:
     """The reply in a fresh process right after get_state (as drive.py bench); with ``idle_s``, that long
     after get_state (a person reading, then typing: time for an agent to warm up while idle); or with
     ``warm`` after a first one-word prompt in the same process."""
     turns = [{"words": words, "usage": {"prompt_tokens": 1500, "completion_tokens": words}}]
     h.llm.set_script(([{"text": "ok"}] if warm else []) + turns)
-    a = h.spawn(spec)
+    a = h.spawn(spec, args=args)
     try:
         h.ok(a.request({"type": "get_state"}, 60))
         if warm:
@@ -234,6 +239,24 @@ def run(cfg: Config, res: Results, harness: RpcHarness) -> None:
     f = res.add(h.figure(d, "reply_ms", "rpc_reply_ms", f"{words}-chunk reply, prompt -> agent_end", "ms"))
     f.detail["message_updates"] = {k: v.get("message_updates") for k, v in d.items()}
     res.add(h.figure(d, "stdout_bytes", "rpc_stdout_bytes", f"stdout bytes per prompt ({words} chunks)", "bytes"))
+    full_stdout = d.get("pisces", {}).get("stdout_bytes", [])
+    pi_stdout = d.get("pi", {}).get("stdout_bytes")
+    for profile in ("lean", "deltas"):
+        cfg.log(f"rpc: {words}-chunk streamed reply, pisces --stream-profile {profile} ({cfg.rounds} rounds)")
+        pisces_only = [s for s in h.agents if s.name == "pisces"]
+        dp = {"pisces": {}}
+        for _ in range(cfg.rounds):
+            for spec in pisces_only:
+                m = streamed_reply(h, spec, words, args=["--stream-profile", profile])
+                for k, v in m.items():
+                    dp["pisces"].setdefault(k, []).append(v)
+        if pi_stdout:
+            dp["pi"] = {"stdout_bytes": pi_stdout}
+        f = res.add(h.figure(dp, "stdout_bytes", f"rpc_stdout_bytes_{profile}",
+                             f"stdout bytes per prompt, --stream-profile {profile} (pi: its only stream)", "bytes"))
+        ours = dp["pisces"].get("stdout_bytes", [])
+        if ours and full_stdout:
+            f.detail["of_full_profile"] = round(statistics.median(ours) / statistics.median(full_stdout), 4)
     res.add(h.figure(d, "rss_after_kb", "rpc_rss_after_reply_kib", f"peak RSS after {words}-chunk reply", "KiB"))
     cfg.log(f"rpc: {words}-chunk streamed reply, first prompt {IDLE_S:g} s after start-up ({cfg.rounds} rounds)")
     d = h.alternate(cfg.rounds, lambda s: streamed_reply(h, s, words, idle_s=IDLE_S))

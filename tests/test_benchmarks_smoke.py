@@ -35,20 +35,20 @@ def test_runner_tiny_json_has_expected_keys(runner, tmp_path, capsys):
     assert {"nproc", "cpu", "python", "node"} <= set(saved["machine"])
     assert saved["sizes"]["words"] == 50 and saved["args"]["rounds"] == 1
     assert set(data["figures"]) == set(saved["figures"])
+    # every figure that does not compare with pi comes from the repository alone (no ../shared needed)
     expected = {"list_sessions_ms", "session_open_ms", "grep_ms", "find_ms", "compaction_prepare_ms",
-                "export_file_ms"}
-    if os.path.isfile(os.path.join(ROOT, "..", "shared", "conformance", "drive.py")):
-        expected |= {"rpc_startup_ms", "rpc_idle_rss_kib", "rpc_reply_ms", "rpc_reply_after_idle_ms",
-                     "rpc_stdout_bytes", "rpc_rss_after_reply_kib", "rpc_switch_session_ms", "rpc_export_html_ms",
-                     "rpc_compact_ms"}
-    assert expected <= set(saved["figures"])
+                "export_file_ms", "rpc_startup_ms", "rpc_idle_rss_kib", "rpc_reply_ms", "rpc_reply_after_idle_ms",
+                "rpc_stdout_bytes", "rpc_stdout_bytes_lean", "rpc_stdout_bytes_deltas", "rpc_rss_after_reply_kib",
+                "rpc_switch_session_ms", "rpc_export_html_ms", "rpc_compact_ms", "rpc_grep_tool_ms"}
+    assert expected <= set(saved["figures"]), sorted(expected - set(saved["figures"]))
     for key in expected:
         fig = saved["figures"][key]
         assert {"label", "unit", "pisces", "ref", "reference", "ratio", "ref_missing", "detail"} <= set(fig)
         assert fig["pisces"]["n"] >= 1 and len(fig["pisces"]["samples"]) == fig["pisces"]["n"]
-    if "rpc_startup_ms" in expected:  # --no-pi: pi's side is n/a, with the reason
-        assert saved["figures"]["rpc_startup_ms"]["ref"] is None
-        assert saved["figures"]["rpc_startup_ms"]["ref_missing"] == "--no-pi"
+    assert saved["figures"]["rpc_startup_ms"]["ref"] is None  # --no-pi: pi's side is n/a, with the reason
+    assert saved["figures"]["rpc_startup_ms"]["ref_missing"] == "--no-pi"
+    # the deltas profile's stdout is a fraction of the full profile's, even for a 50-chunk reply
+    assert saved["figures"]["rpc_stdout_bytes_deltas"]["detail"]["of_full_profile"] < 0.5
     assert "not_measured" in saved and "notes" in saved
     table = capsys.readouterr().out
     assert "pisces/pi" in table and "n/a" in table
