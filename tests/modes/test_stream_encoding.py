@@ -84,3 +84,13 @@ def test_unknown_profile_and_profile_for():
     assert se.profile_for(partial=False) == se.LEAN
     assert se.profile_for(message_snapshots=False) == se.DELTAS
     assert se.profile_for(partial=True, message_snapshots=False) == se.DELTAS
+
+
+def test_parts_for_writev_are_the_same_bytes():
+    enc = se.StreamEncoder()
+    for obj in (_update(), MessageEndEvent(message=_update().message), {"type": "agent_end"}):
+        for profile in se.PROFILES:
+            assert b"".join(enc.encode_parts(obj, profile)) == enc.encode(obj, profile)
+    parts = enc.encode_parts(_update(), se.FULL)
+    snapshots = [p for p in parts if len(p) > 100]
+    assert len(snapshots) == 2 and snapshots[0] is snapshots[1]  # one encoded snapshot, written twice

@@ -108,6 +108,28 @@ class StreamEncoder:
         """One frame, newline included."""
         return self.encode_profiles(obj, (profile,))[profile]
 
+    def encode_parts(self, obj: Any, profile: str = FULL) -> list[Any]:
+        """One frame as the byte strings that make it up, in order (for ``os.writev``): a full-profile
+        ``message_update`` lists its one encoded snapshot twice instead of copying it into a new buffer."""
+        if profile not in PROFILES:
+            raise ValueError(f"unknown stream profile {profile!r}: use one of {', '.join(PROFILES)}")
+        parts = _update_parts(obj)
+        if parts is None or profile != FULL or parts[0].partial is not parts[1]:
+            return [self.encode(obj, profile)]
+        ame, message = parts
+        try:
+            ame.partial = UNSET
+            event_buf = bytearray()
+            self.append(ame, event_buf)
+        finally:
+            ame.partial = message
+        if not event_buf.endswith(b"}"):
+            return [self.encode(obj, profile)]
+        snapshot = bytearray()
+        self.append(message, snapshot)
+        del event_buf[-1]
+        return [_UPDATE_HEAD, event_buf, _PARTIAL_KEY, snapshot, b"}", _MESSAGE_KEY, snapshot, b"}\n"]
+
     # -- several profiles at once ------------------------------------------------------------
     def encode_profiles(self, obj: Any, profiles: Iterable[str]) -> dict[str, bytes]:
         wanted = tuple(dict.fromkeys(profiles))

@@ -36,7 +36,20 @@ class FrameWriter:
         encoded (nothing is written then)."""
         if self.closed:
             return
-        self.write_bytes(self.encoder.encode(obj, self.profile))
+        parts = self.encoder.encode_parts(obj, self.profile)
+        if len(parts) == 1:
+            self.write_bytes(parts[0])
+            return
+        try:
+            total = sum(len(p) for p in parts)
+            done = os.writev(self.fd, parts)
+            if done < total:  # interrupted part-way: the rest in one piece
+                rest = memoryview(b"".join(parts))[done:]
+                while rest:
+                    rest = rest[os.write(self.fd, rest):]
+            self.bytes_written += total
+        except (BrokenPipeError, OSError):
+            self.closed = True
 
     def write_bytes(self, frame: bytes) -> None:
         """Write one already encoded frame (its final newline included)."""
