@@ -21,12 +21,14 @@ import pytest
 from scripted_server import Recorded, Reply, ScriptedServer
 
 from e2eproc import PISCES
+from shared_paths import SHARED
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "published")
 PI_PACKAGE = os.path.join(os.environ.get("PISCES_CONFORMANCE_CACHE")
                           or os.path.join(os.path.expanduser("~"), ".cache", "pisces-conformance"),
                           "node_modules", "@mariozechner", "pi-coding-agent")
 RPC_CLIENT = os.path.join(PI_PACKAGE, "dist", "modes", "rpc", "rpc-client.js")
+INSTALL_PI = os.path.join(SHARED, "conformance", "install_pi.sh")
 
 
 def _texts(body: dict) -> list[str]:
@@ -73,6 +75,8 @@ def anthropic_reply(rec: Recorded) -> Reply:
 def test_pi_rpc_client_drives_pisces(tmp_path):
     if shutil.which("node") is None:
         pytest.skip("node is not on PATH: pi's RpcClient cannot run")
+    if not os.path.isfile(RPC_CLIENT) and os.path.isfile(INSTALL_PI) and shutil.which("npm"):
+        subprocess.run(["bash", INSTALL_PI], capture_output=True, timeout=600)  # npm install, once
     if not os.path.isfile(RPC_CLIENT):
         pytest.skip(f"pi 0.73.1 is not installed ({RPC_CLIENT}); ../shared/conformance/install_pi.sh installs it")
     work = tmp_path / "work"
