@@ -148,7 +148,8 @@ def test_json_mode_prints_every_event_as_a_json_line(home):
     lines = r.stdout.decode().splitlines()
     events = [json.loads(line) for line in lines]
     assert all(isinstance(e, dict) for e in events)
-    seq = [t for t in compact(events) if not t.startswith("tool_execution_update")]
+    assert events[0]["type"] == "session" and events[0]["version"] == 3  # pi's header line comes first
+    seq = [t for t in compact(events[1:]) if not t.startswith("tool_execution_update")]
     assert seq == ["agent_start", "turn_start", "message_start:user", "message_end:user",
                    "message_start:assistant", "message_update*", "message_end:assistant",
                    "tool_execution_start:bash", "tool_execution_end:bash", "message_start:toolResult",
