@@ -31,15 +31,47 @@ def check_aborted(signal: AbortSignal | None) -> None:
         raise ToolError(OPERATION_ABORTED)
 
 
+def _settle(fut: "asyncio.Future[Any]", ok: bool, value: Any) -> None:
+    if fut.done():
+        return
+    if ok:
+        fut.set_result(value)
+    else:
+        fut.set_exception(value)
+
+
+def start_worker(loop: asyncio.AbstractEventLoop, fn: Callable[..., T], *args: Any) -> "asyncio.Future[T]":
+    """Run ``fn(*args)`` on a new daemon thread; the returned future gets its result or exception.
+
+    Not the loop's default executor: that pool has a handful of threads, a call that cannot be
+    interrupted (a read stuck in the kernel, a search that has not reached its next cancellation point)
+    would hold one of them, and ``asyncio.run`` waits for every one of them before the process may exit.
+    A daemon thread holds nothing else and never delays the exit."""
+    fut: asyncio.Future[T] = loop.create_future()
+
+    def target() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(_settle, fut, *outcome)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    threading.Thread(target=target, name=f"pisces-tool-{getattr(fn, '__name__', 'work')}", daemon=True).start()
+    return fut
+
+
 async def run_abortable(signal: AbortSignal | None, fn: Callable[..., T], *args: Any,
                         cancel: threading.Event | None = None) -> T:
-    """Run blocking ``fn(*args)`` on a worker thread. An abort ends the wait at once with pi's
-    "Operation aborted" error and sets ``cancel`` so that a cooperative ``fn`` can stop early."""
+    """Run blocking ``fn(*args)`` on a worker thread (see ``start_worker``). An abort (or the awaiting task
+    being cancelled) ends the wait at once, with pi's "Operation aborted" error for an abort, and sets
+    ``cancel`` so that a cooperative ``fn`` stops at its next check."""
     check_aborted(signal)
     loop = asyncio.get_running_loop()
-    work = loop.run_in_executor(None, fn, *args)
-    if signal is None:
-        return await work
+    work = start_worker(loop, fn, *args)
+    work.add_done_callback(lambda f: f.cancelled() or f.exception())  # never "exception never retrieved"
     aborted: asyncio.Future[None] = loop.create_future()
 
     def on_abort() -> None:
@@ -48,13 +80,16 @@ async def run_abortable(signal: AbortSignal | None, fn: Callable[..., T], *args:
         if not aborted.done():
             aborted.set_result(None)
 
-    remove = signal.add_listener(on_abort)
+    remove = signal.add_listener(on_abort) if signal is not None else (lambda: None)
     try:
         await asyncio.wait({work, aborted}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        if cancel is not None:
+            cancel.set()
+        raise
     finally:
         remove()
     if aborted.done():
-        work.add_done_callback(lambda f: f.cancelled() or f.exception())  # never "exception never retrieved"
         raise ToolError(OPERATION_ABORTED)
     aborted.cancel()
     return work.result()

@@ -11,11 +11,12 @@ links are not followed.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import threading
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
+
+from pisces.core.safe_open import read_text
 
 # ---------------------------------------------------------------------------------------------
 # Globs
@@ -90,16 +91,27 @@ def _split_alternatives(body: str) -> list[str]:
     return parts
 
 
+def _lit(ch: str) -> str:
+    """``ch`` as a literal in RE2 syntax (inside or outside a class)."""
+    if not ch.isascii() or ch.isalnum() or ch == "_":
+        return ch
+    if ord(ch) < 0x20 or ord(ch) == 0x7F:
+        return f"\\x{ord(ch):02x}"
+    return "\\" + ch
+
+
 def glob_to_regex(pat: str) -> str:
-    """A regex (unanchored text) for a glob where ``*``/``?`` stop at ``/``, ``**`` spans directories,
-    ``[...]`` / ``[!...]`` are classes, ``{a,b}`` alternatives and ``\\`` escapes."""
+    """A regex in RE2 syntax (unanchored text) for a glob where ``*``/``?`` stop at ``/``, ``**`` spans
+    directories, ``[...]`` / ``[!...]`` are classes, ``{a,b}`` alternatives and ``\\`` escapes. Meant for
+    :class:`Glob` (RE2, linear time): Python's backtracking ``re`` takes exponential time on globs such
+    as ``*a*a*a*a*a*a*b``."""
     out: list[str] = []
     i = 0
     n = len(pat)
     while i < n:
         c = pat[i]
         if c == "\\" and i + 1 < n:
-            out.append(re.escape(pat[i + 1]))
+            out.append(_lit(pat[i + 1]))
             i += 2
         elif c == "*":
             if i + 1 < n and pat[i + 1] == "*":
@@ -125,7 +137,7 @@ def glob_to_regex(pat: str) -> str:
         elif c == "[":
             end = _class_end(pat, i)
             if end == -1:
-                out.append(re.escape(c))
+                out.append(_lit(c))
                 i += 1
                 continue
             body = pat[i + 1:end]
@@ -141,34 +153,133 @@ def glob_to_regex(pat: str) -> str:
                     k += 1
                 if k + 2 < len(body) and body[k + 1] == "-":
                     hi = body[k + 2]
-                    items.append(f"{re.escape(ch)}-{re.escape(hi)}")
+                    items.append(f"{_lit(ch)}-{_lit(hi)}")
                     k += 3
                     continue
-                items.append(re.escape(ch))
+                items.append(_lit(ch))
                 k += 1
             cls = "".join(items)
-            out.append(f"[^/{cls}]" if negate else f"[{cls}]" if cls else "(?!)")
+            out.append(f"[^/{cls}]" if negate else f"[{cls}]" if cls else "[^\\x00-\\x{10FFFF}]")
             i = end + 1
         elif c == "{":
             end = _brace_end(pat, i)
             if end == -1:
-                out.append(re.escape(c))
+                out.append(_lit(c))
                 i += 1
                 continue
             alts = _split_alternatives(pat[i + 1:end])
             out.append("(?:" + "|".join(glob_to_regex(a) for a in alts) + ")")
             i = end + 1
         else:
-            out.append(re.escape(c))
+            out.append(_lit(c))
             i += 1
     return "".join(out)
 
 
+class GlobError(ValueError):
+    """A glob that cannot be compiled (bad class range, nested too deeply, too large)."""
+
+
+def _re2_options(ignore_case: bool = False) -> Any:
+    import re2  # google-re2: imported on the first glob, not at start-up
+
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.dot_nl = True
+    options.never_capture = True
+    options.log_errors = False
+    return options
+
+
+def _encode(text: str) -> bytes:
+    # names that are not UTF-8 (surrogate escapes) match as "?" per undecodable byte
+    return text.encode("utf-8", "replace")
+
+
+def _glob_regex(glob: str) -> str:
+    try:
+        return glob_to_regex(glob)
+    except RecursionError:
+        raise GlobError("the pattern nests braces too deeply") from None
+
+
+class Glob:
+    """A glob compiled for RE2, matched against a whole path or name in time linear in its length."""
+
+    __slots__ = ("_full",)
+
+    def __init__(self, glob: str, *, ignore_case: bool = False) -> None:
+        import re2
+
+        try:
+            self._full = re2.compile(_encode(_glob_regex(glob)), _re2_options(ignore_case)).fullmatch
+        except re2.error as exc:
+            raise GlobError(_error_text(exc)) from None
+
+    def match(self, text: str) -> bool:
+        return self._full(_encode(text)) is not None
+
+
+def _error_text(exc: BaseException) -> str:
+    arg = exc.args[0] if exc.args else exc
+    return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
+
+
 @dataclass(slots=True)
 class Rule:
-    regex: re.Pattern[str]
+    regex: str  # RE2 syntax, matched against the whole path relative to the rule's base
     negated: bool
     dir_only: bool
+    ignore_case: bool = False
+
+
+class RuleSet:
+    """The rules of one ignore file (or the ``--glob`` overrides), matched all at once: one RE2 set match
+    per path, linear in the path's length whatever the patterns are. The last matching rule decides."""
+
+    __slots__ = ("rules", "_set")
+
+    def __init__(self, rules: list[Rule]) -> None:
+        self.rules = rules
+        self._set: Any = None
+
+    def __bool__(self) -> bool:
+        return bool(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def _compiled(self) -> Any:
+        if self._set is None:
+            import re2
+
+            matcher = re2.Set.FullMatchSet(_re2_options())
+            kept: list[Rule] = []
+            for rule in self.rules:
+                text = f"(?i:{rule.regex})" if rule.ignore_case else rule.regex
+                try:
+                    matcher.Add(_encode(text))
+                except re2.error:
+                    continue  # a rule RE2 cannot compile is dropped, as git drops a bad pattern
+                kept.append(rule)
+            self.rules = kept
+            matcher.Compile()
+            self._set = matcher
+        return self._set
+
+    def decide(self, rel: str, is_dir: bool) -> bool | None:
+        """True = ignored, False = whitelisted (``!``), None = no rule matched."""
+        if not self.rules:
+            return None
+        hits = self._compiled().Match(_encode(rel))
+        if not hits:
+            return None
+        for index in sorted(hits, reverse=True):
+            rule = self.rules[index]
+            if rule.dir_only and not is_dir:
+                continue
+            return not rule.negated
+        return None
 
 
 def parse_ignore_pattern(line: str, *, case_insensitive: bool = False) -> Rule | None:
@@ -202,30 +313,26 @@ def parse_ignore_pattern(line: str, *, case_insensitive: bool = False) -> Rule |
         line = line[1:]
     if not anchored and not line.startswith("**/"):
         line = "**/" + line
-    flags = re.IGNORECASE if case_insensitive else 0
     try:
-        regex = re.compile(f"(?s:{glob_to_regex(line)})\\Z", flags)
-    except re.error:
+        regex = glob_to_regex(line)
+    except RecursionError:
         return None
-    return Rule(regex, negated, dir_only)
+    return Rule(regex, negated, dir_only, case_insensitive)
 
 
-def match_rules(rules: list[Rule], rel: str, is_dir: bool) -> bool | None:
+def match_rules(rules: RuleSet, rel: str, is_dir: bool) -> bool | None:
     """True = ignored, False = whitelisted (``!``), None = no rule matched. The last matching rule wins."""
-    for rule in reversed(rules):
-        if rule.dir_only and not is_dir:
-            continue
-        if rule.regex.match(rel):
-            return not rule.negated
-    return None
+    return rules.decide(rel, is_dir)
 
 
-def read_ignore_file(path: str) -> list[Rule]:
+IGNORE_FILE_MAX_BYTES = 4 << 20
+
+
+def read_ignore_file(path: str) -> RuleSet:
     try:
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8", "replace")
+        text = read_text(path, IGNORE_FILE_MAX_BYTES, errors="replace")  # a FIFO or /dev/zero is skipped
     except OSError:
-        return []
+        return RuleSet([])
     if text.startswith("\ufeff"):
         text = text[1:]
     rules = []
@@ -233,7 +340,7 @@ def read_ignore_file(path: str) -> list[Rule]:
         rule = parse_ignore_pattern(line)
         if rule is not None:
             rules.append(rule)
-    return rules
+    return RuleSet(rules)
 
 
 def global_git_excludes_path() -> str | None:
@@ -252,20 +359,22 @@ class Overrides:
     Without ``!`` a glob whitelists; with it, it excludes. If any glob whitelists, files matching none are
     excluded."""
     root: str
-    rules: list[Rule] = field(default_factory=list)
+    rules: RuleSet = field(default_factory=lambda: RuleSet([]))
     has_whitelist: bool = False
 
     @classmethod
     def build(cls, globs: list[str], root: str) -> "Overrides":
         ov = cls(root)
+        rules: list[Rule] = []
         for g in globs:
             # an override glob's "!" means exclude, no "!" means include: the reverse of .gitignore
             rule = parse_ignore_pattern(g[1:] if g.startswith("!") else "!" + g)
             if rule is None:
                 continue
-            ov.rules.append(rule)
+            rules.append(rule)
             if rule.negated:
                 ov.has_whitelist = True
+        ov.rules = RuleSet(rules)
         return ov
 
     def decide(self, abs_path: str, is_dir: bool) -> bool | None:
@@ -290,14 +399,17 @@ def _is_under(path: str, root: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Walking
 # ---------------------------------------------------------------------------------------------
+_NO_RULES = RuleSet([])
+
+
 @dataclass(slots=True)
 class _Level:
     """Ignore rules of one directory."""
     path: str
-    custom: list[Rule]       # .rgignore
-    ignore: list[Rule]       # .ignore
-    git: list[Rule]          # .gitignore
-    exclude: list[Rule]      # .git/info/exclude (only at a repository root)
+    custom: RuleSet          # .rgignore
+    ignore: RuleSet          # .ignore
+    git: RuleSet             # .gitignore
+    exclude: RuleSet         # .git/info/exclude (only at a repository root)
     has_git: bool
 
 
@@ -307,12 +419,13 @@ def _load_level(path: str, names: set[str] | None = None) -> _Level:
     def has(name: str) -> bool:
         return name in names if names is not None else os.path.exists(os.path.join(path, name))
 
-    def rules(name: str) -> list[Rule]:
-        return read_ignore_file(os.path.join(path, name)) if has(name) else []
+    def rules(name: str) -> RuleSet:
+        return read_ignore_file(os.path.join(path, name)) if has(name) else _NO_RULES
 
     has_git = has(".git")
     git_dir = os.path.join(path, ".git")
-    exclude = read_ignore_file(os.path.join(git_dir, "info", "exclude")) if has_git and os.path.isdir(git_dir) else []
+    exclude = read_ignore_file(os.path.join(git_dir, "info", "exclude")) if has_git and os.path.isdir(git_dir) \
+        else _NO_RULES
     return _Level(path, rules(".rgignore"), rules(".ignore"), rules(".gitignore"), exclude, has_git)
 
 
@@ -331,8 +444,9 @@ class Walker:
         self.require_git = require_git
         self.overrides = overrides if overrides is not None and overrides.rules else None
         self.cancel = cancel
+        self.errors: list[str] = []  # directories that could not be listed, worded as ripgrep words them
         global_path = global_git_excludes_path()
-        self.global_rules = read_ignore_file(global_path) if global_path else []
+        self.global_rules = read_ignore_file(global_path) if global_path else _NO_RULES
         self.parents: list[_Level] = []  # ancestors of the root, nearest first
         cur = self.root
         while True:
@@ -353,7 +467,8 @@ class Walker:
         try:
             with os.scandir(path) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except OSError:
+        except OSError as exc:
+            self.errors.append(f"{path}: {exc.strerror or exc} (os error {exc.errno})")
             return
         levels = [_load_level(path, {e.name for e in entries})] + parent_levels
         check = self._checker(levels)
@@ -378,11 +493,11 @@ class Walker:
         ignored there. ``levels``: that directory's and its ancestors' rules, nearest first."""
         any_git = not self.require_git or any(lv.has_git for lv in levels)
         plain = [(lv.path, lv.custom) for lv in levels if lv.custom] + [(lv.path, lv.ignore) for lv in levels if lv.ignore]
-        git: list[tuple[str, list[Rule]]] = []
+        git: list[tuple[str, RuleSet]] = []
         repo: str | None = None
         if any_git:
-            gi: list[tuple[str, list[Rule]]] = []
-            ex: list[tuple[str, list[Rule]]] = []
+            gi: list[tuple[str, RuleSet]] = []
+            ex: list[tuple[str, RuleSet]] = []
             for lv in levels:
                 if lv.git:
                     gi.append((lv.path, lv.git))
@@ -419,5 +534,5 @@ def path_sort_key(rel: str) -> str:
     return rel.rstrip("/").replace("/", "\x00")
 
 
-__all__ = ["glob_to_regex", "parse_ignore_pattern", "match_rules", "Overrides", "Walker", "path_sort_key",
-           "read_ignore_file"]
+__all__ = ["glob_to_regex", "Glob", "GlobError", "Rule", "RuleSet", "parse_ignore_pattern", "match_rules", "Overrides",
+           "Walker", "path_sort_key", "read_ignore_file"]

@@ -16,17 +16,19 @@ import shutil
 import signal as _signal
 import sys
 import threading
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Iterator
 
 import msgspec
 
 from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 
+from pisces.core.safe_open import NotRegularFileError, check_regular, open_regular
+
 from ._common import OPERATION_ABORTED, check_aborted, number_param, run_abortable, text_result
 from ._walk import Overrides, Walker
-from .paths import resolve_to_cwd
+from .paths import refusal_message, resolve_to_cwd
 from .truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, listing_result, truncate_line
 
 GREP_SCHEMA: dict[str, Any] = {
@@ -86,6 +88,7 @@ class _Match:
 class _Search:
     matches: list[_Match]
     limit_reached: bool
+    errors: list[str] = field(default_factory=list)  # paths that could not be searched, as rg words it
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,6 +128,7 @@ async def _search_rg(rg: str, cwd: str, pattern: str, search_path: str, glob: st
     remove = signal.add_listener(on_abort) if signal is not None else (lambda: None)
     matches: list[_Match] = []
     limit_reached = False
+    searched = False
     stderr_task = asyncio.ensure_future(proc.stderr.read())  # type: ignore[union-attr]
     try:
         buf = b""
@@ -144,6 +148,7 @@ async def _search_rg(rg: str, cwd: str, pattern: str, search_path: str, glob: st
                 except msgspec.DecodeError:
                     continue
                 if event.type != "match":
+                    searched = True  # begin/end/summary: the search ran (errors on stderr concern paths)
                     continue
                 data = event.data
                 path = (data.get("path") or {}).get("text")
@@ -170,9 +175,11 @@ async def _search_rg(rg: str, cwd: str, pattern: str, search_path: str, glob: st
             stderr_task.cancel()
     if aborted:
         raise ToolError(OPERATION_ABORTED)
-    if not limit_reached and code not in (0, 1):
+    if not limit_reached and code not in (0, 1) and not (searched or matches):
         raise ToolError(stderr.strip() or f"ripgrep exited with code {code}")
-    return _Search(matches, limit_reached)
+    # exit code 2 after a search that ran: some paths could not be read; keep what was found, say which
+    errors = [line[4:] if line.startswith("rg: ") else line for line in stderr.splitlines() if line.strip()]
+    return _Search(matches, limit_reached, errors if code == 2 else [])
 
 
 def _kill(proc: asyncio.subprocess.Process) -> None:
@@ -183,89 +190,237 @@ def _kill(proc: asyncio.subprocess.Process) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Pure Python
+# Pure Python (searching with RE2: linear time, the same regex family as ripgrep's)
 # ---------------------------------------------------------------------------------------------
 _BINARY_BLOCK = 64 * 1024
+_CHUNK = 16 * _BINARY_BLOCK   # reads stay aligned on binary blocks
+LINE_CAP = 8 << 20            # a longer line is searched in its first LINE_CAP bytes only
+_BOM = b"\xef\xbb\xbf"
 
 
-def _compile(pattern: str, ignore_case: bool, literal: bool) -> re.Pattern[str]:
-    flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
+class _Cancelled(Exception):
+    pass
+
+
+def _compile(pattern: str, ignore_case: bool, literal: bool) -> Any:
+    """The pattern compiled by RE2 over UTF-8 bytes (multi-line: ``^``/``$`` at line ends). RE2 guarantees
+    time linear in the input, as ripgrep's engine does, and has the same syntax family (no look-around,
+    no back-references: ripgrep refuses those too)."""
+    import re2  # google-re2: imported on the first fallback search, not at start-up
+
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.literal = literal
+    options.never_capture = True
+    options.log_errors = False
+    text = pattern if literal else f"(?m:{pattern})"
     try:
-        return re.compile(re.escape(pattern) if literal else pattern, flags)
-    except re.error as exc:
-        raise ToolError(f"regex parse error:\n    {pattern}\nerror: {exc}") from None
+        return re2.compile(text.encode("utf-8", "replace"), options)
+    except re2.error as exc:
+        raise ToolError(f"regex parse error:\n    {pattern}\nerror: {_error_text(exc)}") from None
 
 
-def _file_matches(path: str, regex: re.Pattern[str], explicit: bool, out: list[_Match], limit: int) -> None:
+def _error_text(exc: BaseException) -> str:
+    arg = exc.args[0] if exc.args else exc
+    return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
+
+
+def _blocks(f: BinaryIO, explicit: bool, cancel: threading.Event | None) -> Iterator[tuple[bytes, int]]:
+    """(block, number of its first line): the file in blocks of whole lines (the last one may lack its
+    newline), read a chunk at a time so that memory stays bounded. A BOM is dropped. Binary files follow
+    ripgrep: a file named explicitly is searched up to the end of the line holding the first NUL; a file
+    found by the walk is skipped when its first 64 KiB hold a NUL, else searched up to the last line before
+    the 64 KiB block holding one."""
+    carry = b""
+    line_no = 1
+    offset = 0
+    first = True
+    skipping = False       # inside an over-long line whose head was already searched
+    stop_at_newline = False
+    while True:
+        if cancel is not None and cancel.is_set():
+            raise _Cancelled
+        chunk = f.read(_CHUNK)
+        if not chunk:
+            break
+        chunk_start = offset
+        offset += len(chunk)
+        if first:
+            first = False
+            if not explicit and b"\x00" in chunk[:_BINARY_BLOCK]:
+                return
+            if chunk.startswith(_BOM):
+                chunk = chunk[3:]
+                chunk_start += 3
+        stop = False
+        if stop_at_newline:
+            nl = chunk.find(b"\n")
+            if nl != -1:
+                chunk = chunk[:nl + 1]
+                stop = True
+        else:
+            nul = chunk.find(b"\x00")
+            if nul != -1:
+                if explicit:
+                    nl = chunk.find(b"\n", nul)
+                    if nl != -1:
+                        chunk = chunk[:nl + 1]
+                        stop = True
+                    else:
+                        stop_at_newline = True
+                else:
+                    block_start = (chunk_start + nul) // _BINARY_BLOCK * _BINARY_BLOCK
+                    chunk = chunk[:max(0, block_start - chunk_start)]
+                    carry_kept = carry + chunk
+                    cut = carry_kept.rfind(b"\n")
+                    if cut != -1 and not skipping:
+                        yield carry_kept[:cut + 1], line_no
+                    return
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl == -1:
+                continue
+            chunk = chunk[nl + 1:]
+            line_no += 1
+            skipping = False
+        data = carry + chunk if carry else chunk
+        last_nl = data.rfind(b"\n")
+        if last_nl == -1:
+            carry = data
+        else:
+            block = data[:last_nl + 1]
+            carry = data[last_nl + 1:]
+            yield block, line_no
+            line_no += block.count(b"\n")
+        if len(carry) > LINE_CAP:
+            yield carry[:LINE_CAP], line_no
+            carry = b""
+            skipping = True
+        if stop:
+            return
+    if carry and not skipping:
+        yield carry, line_no
+
+
+def _search_file(f: BinaryIO, path: str, regex: Any, explicit: bool, out: list[_Match], limit: int,
+                 cancel: threading.Event | None) -> None:
+    search = regex.search
+    for block, first_line in _blocks(f, explicit, cancel):
+        line_no = first_line
+        counted = 0
+        pos = 0
+        size = len(block)
+        while pos < size:
+            m = search(block, pos)
+            if m is None:
+                break
+            start = m.start()
+            nl = block.rfind(b"\n", pos, start)
+            line_start = pos if nl == -1 else nl + 1
+            line_end = block.find(b"\n", start)
+            if line_end == -1:
+                line_end = size
+            line_no += block.count(b"\n", counted, line_start)
+            counted = line_start
+            line = block[line_start:line_end]
+            # the match may run past the line's end (``\s`` takes a newline): the line alone must match
+            if search(line) is not None:
+                out.append(_Match(path, line_no, line.decode("utf-8", "replace") + "\n"))
+                if len(out) >= limit:
+                    return
+            pos = line_end + 1
+
+
+def _file_matches(path: str, regex: Any, explicit: bool, out: list[_Match], limit: int,
+                  cancel: threading.Event | None = None) -> None:
     try:
-        with open(path, "rb") as f:
-            data = f.read(_BINARY_BLOCK)
-            if not explicit and b"\x00" in data:
-                return  # binary: not worth reading further (git objects, images, ...)
-            data += f.read()
+        fd = open_regular(path)  # never a FIFO or a device, even one swapped in after the walk saw a file
     except OSError:
         return
-    nul = data.find(b"\x00")
-    if nul != -1:
-        if explicit:  # searched up to the end of the line holding the first NUL
-            end = data.find(b"\n", nul)
-            data = data if end == -1 else data[:end + 1]
-        else:  # an implicit binary file is skipped from the block where the NUL shows up
-            cut = data.rfind(b"\n", 0, (nul // _BINARY_BLOCK) * _BINARY_BLOCK)
-            if cut == -1:
-                return
-            data = data[:cut + 1]
-    text = data.decode("utf-8", "replace")
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if regex.search(text) is None:  # cheap whole-file test; lines are checked one by one below
-        return
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    for number, line in enumerate(lines, 1):
-        if regex.search(line) is not None:
-            out.append(_Match(path, number, line + "\n"))
-            if len(out) >= limit:
-                return
+    with os.fdopen(fd, "rb") as f:
+        try:
+            _search_file(f, path, regex, explicit, out, limit, cancel)
+        except OSError:
+            return
 
 
 def _search_python(cwd: str, pattern: str, search_path: str, is_dir: bool, glob: str | None, ignore_case: bool,
                    literal: bool, limit: int, cancel: threading.Event) -> _Search:
     regex = _compile(pattern, ignore_case, literal)
     matches: list[_Match] = []
-    if not is_dir:
-        _file_matches(search_path, regex, True, matches, limit)
-        return _Search(matches, len(matches) >= limit)
-    overrides = Overrides.build([glob], cwd) if glob else None
-    walker = Walker(search_path, require_git=True, overrides=overrides, cancel=cancel)
-    for path, _is_dir in walker.walk():
-        if cancel.is_set():
-            break
-        _file_matches(path, regex, False, matches, limit)
-        if len(matches) >= limit:
-            return _Search(matches, True)
-    return _Search(matches, False)
+    try:
+        if not is_dir:
+            _file_matches(search_path, regex, True, matches, limit, cancel)
+            return _Search(matches, len(matches) >= limit)
+        overrides = Overrides.build([glob], cwd) if glob else None
+        walker = Walker(search_path, require_git=True, overrides=overrides, cancel=cancel)
+        for path, _is_dir in walker.walk():
+            if cancel.is_set():
+                break
+            _file_matches(path, regex, False, matches, limit, cancel)
+            if len(matches) >= limit:
+                return _Search(matches, True, walker.errors)
+        return _Search(matches, False, walker.errors)
+    except _Cancelled:
+        return _Search(matches, False)
 
 
 # ---------------------------------------------------------------------------------------------
 # Output
 # ---------------------------------------------------------------------------------------------
-def _split_file_lines(path: str) -> list[str]:
+def _needed_lines(path: str, wanted: set[int], cancel: threading.Event | None = None) -> dict[int, str] | None:
+    """The lines of ``path`` whose numbers are in ``wanted`` (CR, CRLF and LF each end a line), read a chunk
+    at a time and only as far as the last one wanted; None when the file cannot be read."""
+    if not wanted:
+        return {}
+    last = max(wanted)
     try:
-        with open(path, "rb") as f:
-            content = f.read().decode("utf-8", "replace")
+        fd = open_regular(path)
     except OSError:
-        return []
-    return content.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        return None
+    found: dict[int, str] = {}
+    with os.fdopen(fd, "rb") as f:
+        try:
+            line_no = 1
+            carry = b""
+            pending_cr = False
+            while line_no <= last:
+                if cancel is not None and cancel.is_set():
+                    break
+                chunk = f.read(_CHUNK)
+                if not chunk:
+                    if line_no in wanted:
+                        found[line_no] = carry.decode("utf-8", "replace")
+                    break
+                if pending_cr and chunk.startswith(b"\n"):
+                    chunk = chunk[1:]
+                pending_cr = chunk.endswith(b"\r")
+                pieces = (carry + chunk).replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+                carry = pieces.pop()
+                for piece in pieces:
+                    if line_no in wanted:
+                        found[line_no] = piece[:LINE_CAP].decode("utf-8", "replace")
+                    line_no += 1
+                    if line_no > last:
+                        break
+                if len(carry) > LINE_CAP:
+                    carry = carry[:LINE_CAP]
+        except OSError:
+            return None
+    return found
 
 
 def format_matches(search: _Search, search_path: str, is_dir: bool, context: int, limit: int
                    ) -> tuple[str, dict[str, Any] | None]:
     """pi's grep output: ``path:N: text`` per match (``path-N- text`` for context lines)."""
     if not search.matches:
-        return "No matches found", None
-    cache: dict[str, list[str]] = {}
+        return _with_errors("No matches found", None, search.errors)
+    wanted: dict[str, set[int]] = {}
+    for m in search.matches:
+        if context > 0 or m.line_text is None:
+            first = max(1, m.line_number - context)
+            wanted.setdefault(m.path, set()).update(range(first, m.line_number + context + 1))
+    cache = {path: _needed_lines(path, numbers) for path, numbers in wanted.items()}
     lines_truncated = False
     out: list[str] = []
 
@@ -286,24 +441,35 @@ def format_matches(search: _Search, search_path: str, is_dir: bool, context: int
             lines_truncated |= cut
             out.append(f"{shown}:{m.line_number}: {text}")
             continue
-        if m.path not in cache:
-            cache[m.path] = _split_file_lines(m.path)
         file_lines = cache[m.path]
-        if not file_lines:
+        if file_lines is None:
             out.append(f"{shown}:{m.line_number}: (unable to read file)")
             continue
         first = max(1, m.line_number - context) if context > 0 else m.line_number
-        last = min(len(file_lines), m.line_number + context) if context > 0 else m.line_number
+        last = m.line_number + context if context > 0 else m.line_number
         for n in range(first, last + 1):
-            line = file_lines[n - 1] if n - 1 < len(file_lines) else ""
-            text, cut = truncate_line(line.replace("\r", ""))
+            if n not in file_lines and n != m.line_number:
+                continue  # past the end of the file
+            text, cut = truncate_line(file_lines.get(n, "").replace("\r", ""))
             lines_truncated |= cut
             out.append(f"{shown}:{n}: {text}" if n == m.line_number else f"{shown}-{n}- {text}")
     limit_notice = (f"{limit} matches limit reached. Use limit={limit * 2} for more, or refine pattern",
                     "matchLimitReached", limit) if search.limit_reached else None
     lines_notice = (f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines",
                     "linesTruncated", True) if lines_truncated else None
-    return listing_result("\n".join(out), limit_notice, lines_notice)
+    text, details = listing_result("\n".join(out), limit_notice, lines_notice)
+    return _with_errors(text, details, search.errors)
+
+
+def _with_errors(text: str, details: dict[str, Any] | None, errors: list[str]
+                 ) -> tuple[str, dict[str, Any] | None]:
+    """Say which paths could not be searched (an unreadable directory), after whatever was found."""
+    if not errors:
+        return text, details
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    details = dict(details or {})
+    details["searchErrors"] = errors[:20]
+    return f"{text}\n\n[Not searched: {errors[0]}{more}]", details
 
 
 class GrepTool(RgBackedTool):
@@ -319,7 +485,10 @@ class GrepTool(RgBackedTool):
         search_path = resolve_to_cwd(params.get("path") or ".", self.cwd)
         try:
             is_dir = os.path.isdir(search_path)
-            os.stat(search_path)
+            if not is_dir:
+                check_regular(search_path)  # a FIFO or a device would block or never end
+        except NotRegularFileError as exc:
+            raise ToolError(refusal_message("search", params.get("path") or search_path, exc)) from None
         except OSError:
             raise ToolError(f"Path not found: {search_path}") from None
         context = max(0, number_param(params, "context", 0))

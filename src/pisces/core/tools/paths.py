@@ -94,6 +94,28 @@ def node_error_message(exc: BaseException, syscall: str, path: str | None = None
     return f"{code}: {desc}, {where}"
 
 
+def refusal_message(verb: str, display_path: str, exc: OSError) -> str:
+    """The tool error for a path pisces refuses (a FIFO, a device, a socket, a file over a size limit)."""
+    kind = getattr(exc, "kind", None)
+    if kind:
+        does = "searches" if verb == "search" else f"{verb}s"
+        return (f"Cannot {verb} {display_path}: it is {kind}, not a regular file (pisces only {does} regular "
+                "files: a FIFO or a device could block or never end)")
+    return f"Cannot {verb} {display_path}: {exc}"
+
+
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+
+
+def write_error_message(exc: OSError, path: str, existed: bool) -> str:
+    """A failed atomic replace: Node's text for the call that failed, and what became of the file."""
+    syscall = "write" if exc.errno in _WRITE_ERRNOS else "open"
+    text = node_error_message(exc, syscall, path)
+    if syscall == "write":
+        text += " (the file was left as it was)" if existed else " (nothing was written)"
+    return text
+
+
 _mutation_locks: dict[str, tuple[asyncio.Lock, int]] = {}
 
 
@@ -126,4 +148,4 @@ async def file_mutation_queue(path: str) -> AsyncIterator[None]:
 
 
 __all__ = ["expand_path", "resolve_to_cwd", "resolve_read_path", "node_error_message", "error_code",
-           "file_mutation_queue"]
+           "refusal_message", "write_error_message", "file_mutation_queue"]

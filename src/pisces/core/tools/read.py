@@ -10,9 +10,11 @@ from __future__ import annotations
 import base64
 import codecs
 import contextlib
+import errno
 import io
 import os
 import struct
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -20,8 +22,10 @@ from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import ImageContent, TextContent
 
-from ._common import await_abortable, run_abortable, text_result
-from .paths import node_error_message, resolve_read_path
+from pisces.core.safe_open import NotRegularFileError, open_regular
+
+from ._common import OPERATION_ABORTED, await_abortable, run_abortable, text_result
+from .paths import node_error_message, refusal_message, resolve_read_path
 from .truncate import (DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, format_size, head_from_lines,
                        js_number, utf8_len)
 
@@ -103,9 +107,11 @@ class _Window:
     first_line_bytes: int    # UTF-8 bytes of the first selected line (whole line, even if huge)
 
 
-def _scan(source: str | BinaryIO, start: int, end: int | None, max_lines: int, max_bytes: int) -> _Window:
-    """Stream ``source`` (a path, or the bytes of a file a backend served); select lines [start, end)
-    (0-based, ``end`` None = to EOF)."""
+def _scan(source: str | BinaryIO, start: int, end: int | None, max_lines: int, max_bytes: int,
+          cancel: threading.Event | None = None) -> _Window:
+    """Stream ``source`` (a path, a binary file open at its start, or the bytes of a file a backend served);
+    select lines [start, end) (0-based, ``end`` None = to EOF). Memory stays bounded whatever the file's
+    size; ``cancel`` stops the scan between two chunks (OperationAborted)."""
     total_nl = 0
     line = 0                   # index of the line that starts at ``pos``
     kept: list[str] = []
@@ -121,6 +127,8 @@ def _scan(source: str | BinaryIO, start: int, end: int | None, max_lines: int, m
 
     with (open(source, "rb") if isinstance(source, str) else contextlib.nullcontext(source)) as f:
         while True:
+            if cancel is not None and cancel.is_set():
+                raise ToolError(OPERATION_ABORTED)
             chunk = f.read(_CHUNK)
             if not chunk:
                 break
@@ -202,12 +210,13 @@ def _scan(source: str | BinaryIO, start: int, end: int | None, max_lines: int, m
     return _Window(total_lines, kept, selected, sel_bytes if selected else 0, max(first_line_bytes, 0))
 
 
-def _read_text(source: str | BinaryIO, display_path: str, offset: Any, limit: Any) -> tuple[str, Any]:
+def _read_text(source: str | BinaryIO, display_path: str, offset: Any, limit: Any,
+               cancel: threading.Event | None = None) -> tuple[str, Any]:
     start = max(0, int(offset) - 1) if offset else 0
     start_display = start + 1
     user_limit = None if limit is None else int(limit)
     end = None if user_limit is None else start + max(user_limit, 0)
-    window = _scan(source, start, end, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES)
+    window = _scan(source, start, end, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES, cancel)
     if start >= window.total_file_lines:
         raise ToolError(f"Offset {js_number(offset)} is beyond end of file ({window.total_file_lines} lines total)")
     if window.selected_lines <= DEFAULT_MAX_LINES and window.selected_bytes <= DEFAULT_MAX_BYTES:
@@ -240,7 +249,8 @@ def _read_text(source: str | BinaryIO, display_path: str, offset: Any, limit: An
     return trunc.content, None
 
 
-def _read(path: str, display_path: str, offset: Any, limit: Any) -> AgentToolResult:
+def _read(path: str, display_path: str, offset: Any, limit: Any, cancel: threading.Event | None = None
+          ) -> AgentToolResult:
     try:
         if not os.access(path, os.R_OK):
             os.stat(path)  # raises the precise error (ENOENT, ELOOP, ...)
@@ -248,22 +258,27 @@ def _read(path: str, display_path: str, offset: Any, limit: Any) -> AgentToolRes
     except OSError as exc:
         raise ToolError(node_error_message(exc, "access", path)) from None
     try:
-        with open(path, "rb") as f:
-            head = f.read(4100)
-    except IsADirectoryError as exc:
-        raise ToolError(node_error_message(exc, "read")) from None
+        fd = open_regular(path)  # never a FIFO, a device (/dev/zero, /dev/stdin) or a socket
+    except NotRegularFileError as exc:
+        if exc.kind == "a directory":
+            raise ToolError(node_error_message(IsADirectoryError(errno.EISDIR, "Is a directory"), "read")) from None
+        raise ToolError(refusal_message("read", display_path, exc)) from None
     except OSError as exc:
         raise ToolError(node_error_message(exc, "open", path)) from None
-    mime = detect_image_mime(head)
-    try:
-        if mime:
-            if (os.path.getsize(path) + 2) // 3 * 4 >= IMAGE_MAX_BASE64_BYTES:  # too big: don't even load it
-                return AgentToolResult(content=_image_content(b"", mime, too_big=True))
-            with open(path, "rb") as f:
-                return AgentToolResult(content=_image_content(f.read(), mime))
-        text, details = _read_text(path, display_path, offset, limit)
-    except OSError as exc:
-        raise ToolError(node_error_message(exc, "read")) from None
+    with os.fdopen(fd, "rb") as f:
+        try:
+            head = f.read(4100)
+            mime = detect_image_mime(head)
+            f.seek(0)
+            if mime:
+                size = os.fstat(fd).st_size
+                if (size + 2) // 3 * 4 >= IMAGE_MAX_BASE64_BYTES:  # too big: don't even load it
+                    return AgentToolResult(content=_image_content(b"", mime, too_big=True))
+                data = f.read(IMAGE_MAX_BASE64_BYTES // 4 * 3 + 1)
+                return AgentToolResult(content=_image_content(data, mime))
+            text, details = _read_text(f, display_path, offset, limit, cancel)
+        except OSError as exc:
+            raise ToolError(node_error_message(exc, "read")) from None
     return text_result(text, details)
 
 
@@ -271,7 +286,7 @@ def _local_image(path: str) -> AgentToolResult | None:
     """The image at ``path`` when it is a local image file, else None (with a file backend, only text goes
     through the backend)."""
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(open_regular(path), "rb") as f:  # never a FIFO or a device
             mime = detect_image_mime(f.read(4100))
     except OSError:
         return None
@@ -302,7 +317,8 @@ class ReadTool(AgentTool):
         path = resolve_read_path(raw_path, self.cwd)
         offset, limit = params.get("offset"), params.get("limit")
         if self.files is None:
-            return await run_abortable(signal, _read, path, raw_path, offset, limit)
+            cancel = threading.Event()
+            return await run_abortable(signal, _read, path, raw_path, offset, limit, cancel, cancel=cancel)
         image = await run_abortable(signal, _local_image, path)
         if image is not None:
             return image

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from typing import TYPE_CHECKING, Any
@@ -10,8 +11,11 @@ from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import TextContent
 
+from pisces.core.safe_open import NotRegularFileError, write_atomic
+
 from ._common import await_abortable, check_aborted, run_abortable
-from .paths import file_mutation_queue, node_error_message, resolve_to_cwd
+from .paths import (file_mutation_queue, node_error_message, refusal_message, resolve_to_cwd,
+                    write_error_message)
 
 if TYPE_CHECKING:
     from .backends import FileBackend
@@ -39,17 +43,23 @@ def js_length(text: str) -> int:
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
-def _write(path: str, content: str) -> None:
+def _write(path: str, display_path: str, content: str) -> None:
     parent = os.path.dirname(path)
     try:
         os.makedirs(parent, exist_ok=True)
     except OSError as exc:
         raise ToolError(node_error_message(exc, "mkdir", parent)) from None
+    data = _LONE_SURROGATE.sub("\ufffd", content).encode("utf-8")
+    existed = os.path.exists(path)
     try:
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            f.write(_LONE_SURROGATE.sub("\ufffd", content))
+        write_atomic(path, data)  # a full disk leaves the old file whole
+    except NotRegularFileError as exc:
+        if exc.kind == "a directory":
+            raise ToolError(node_error_message(IsADirectoryError(errno.EISDIR, "Is a directory"), "open", path)
+                            ) from None
+        raise ToolError(refusal_message("write", display_path, exc)) from None
     except OSError as exc:
-        raise ToolError(node_error_message(exc, "open", path)) from None
+        raise ToolError(write_error_message(exc, path, existed)) from None
 
 
 class WriteTool(AgentTool):
@@ -70,7 +80,7 @@ class WriteTool(AgentTool):
         async with file_mutation_queue(path):
             check_aborted(signal)
             if self.files is None:
-                await run_abortable(signal, _write, path, content)
+                await run_abortable(signal, _write, path, raw_path, content)
             else:
                 await await_abortable(signal, self.files.write_text(path, _LONE_SURROGATE.sub("\ufffd", content)))
         return AgentToolResult(content=[TextContent(text=f"Successfully wrote {js_length(content)} bytes to {raw_path}")])
