@@ -152,13 +152,19 @@ def existing_target(path: str) -> tuple[str, os.stat_result | None]:
     """(the path to replace, its stat or None when it does not exist yet). Symbolic links are followed to
     the file they name, so that replacing it keeps the link; a dangling link names the file it would
     create. An existing target that is not a regular file raises NotRegularFileError."""
-    real = os.path.realpath(path)
     try:
-        st = os.stat(real)
+        st = check_regular(path)
     except FileNotFoundError:
+        st = None
+    real = os.path.realpath(path)
+    if st is None:
         return real, None
-    if not stat.S_ISREG(st.st_mode):
-        raise NotRegularFileError(path, _kind(st.st_mode))
+    try:
+        same = os.path.samestat(st, os.stat(real))
+    except OSError:
+        same = False
+    if not same:  # a link that names no path (/proc/self/fd/N to a deleted or unnamed file)
+        raise UnsafeFileError(errno.EINVAL, f"{path} cannot be replaced: it does not lead to a named file", path)
     return real, st
 
 
