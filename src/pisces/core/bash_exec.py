@@ -3,7 +3,8 @@
 ``run_shell(command, cwd, ...)`` runs ``<shell> -c <command>`` in its own process group with stdout and
 stderr merged into one pipe, streams decoded chunks to ``on_chunk``, and keeps the output in an
 ``OutputAccumulator``: a rolling tail for display plus, once the output passes 2000 lines or 50 KiB, a temp
-file ``/tmp/pisces-bash-<16 hex>.log`` holding all of it.
+file ``/tmp/pisces-<uid>/pisces-bash-<16 hex>.log`` holding all of it (mode 0600 in a 0700 directory). When
+that file cannot be written to the end (a full disk), ``full_output_error`` says so and how much it holds.
 
 Completion is "the shell exited, and its pipe closed or 100 ms passed", never "every pipe closed": a
 background child (``echo hi; (sleep 30 &)``) inherits the pipe and would hold it open for its lifetime,
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import errno
 import os
 import re
 import secrets
@@ -24,9 +26,10 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable
 
 from pisces.ai.abort import AbortSignal
+from pisces.core.safe_open import create_private_file
 from pisces.core.tools.truncate import (DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, truncate_tail,
                                         utf8_len)
 
@@ -105,6 +108,7 @@ class OutputSnapshot:
     content: str
     truncation: TruncationResult
     full_output_path: str | None
+    full_output_error: str | None = None  # the full-output file is incomplete: why, and what it holds
 
 
 class OutputAccumulator:
@@ -129,7 +133,9 @@ class OutputAccumulator:
         self.last_line_bytes = 0
         self.finished = False
         self.full_output_path: str | None = None
-        self._file: IO[bytes] | None = None
+        self.full_output_error: str | None = None
+        self._fd: int | None = None
+        self._saved = 0                       # bytes in the full-output file
 
     # -- input
     def append(self, data: bytes) -> str:
@@ -142,10 +148,10 @@ class OutputAccumulator:
             text = sanitize_output(text)
         self._add_text(text)
         stored = text.encode("utf-8", "replace") if self.sanitize else data
-        if self._file is not None or self._over_limit():
+        if self.full_output_path is not None or self._over_limit():
             self._ensure_file()
             if stored:
-                self._file.write(stored)  # type: ignore[union-attr]
+                self._save(stored)
         elif stored:
             self._pending.append(stored)
         return text
@@ -175,13 +181,13 @@ class OutputAccumulator:
                                  self.max_lines, self.max_bytes)
         if persist_if_truncated and truncated:
             self._ensure_file()
-        return OutputSnapshot(trunc.content, trunc, self.full_output_path)
+        return OutputSnapshot(trunc.content, trunc, self.full_output_path, self.full_output_error)
 
     def close(self) -> None:
         """Close the temp file (it stays on disk)."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     # -- internals
     def _add_text(self, text: str) -> None:
@@ -225,12 +231,39 @@ class OutputAccumulator:
     def _ensure_file(self) -> None:
         if self.full_output_path is not None:
             return
-        path = os.path.join(tempfile.gettempdir(), f"{self.temp_prefix}-{secrets.token_hex(8)}.log")
-        self.full_output_path = path
-        self._file = open(path, "wb")
-        for chunk in self._pending:
-            self._file.write(chunk)
-        self._pending = []
+        name = f"{self.temp_prefix}-{secrets.token_hex(8)}.log"
+        try:
+            self._fd, self.full_output_path = create_private_file(name)
+        except OSError as exc:
+            self.full_output_path = os.path.join(tempfile.gettempdir(), name)
+            self.full_output_error = f"it could not be created ({_os_error(exc)})"
+            self._pending = []
+            return
+        pending, self._pending = self._pending, []
+        for chunk in pending:
+            self._save(chunk)
+
+    def _save(self, data: bytes) -> None:
+        """Append to the full-output file; the first failure closes it and is reported, never raised (a
+        command's output must keep flowing when the temp dir is full)."""
+        if self._fd is None:
+            return
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+                self._saved += n
+        except OSError as exc:
+            self.close()
+            self.full_output_error = (f"it is incomplete: writing it failed after {self._saved} bytes "
+                                      f"({_os_error(exc)})")
+
+
+def _os_error(exc: OSError) -> str:
+    code = errno.errorcode.get(exc.errno or 0, "")
+    text = exc.strerror or str(exc)
+    return f"{code}: {text}" if code else text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -343,6 +376,7 @@ class ExecResult:
     timed_out: bool
     truncated: bool
     full_output_path: str | None      # temp file with the complete output (set when truncated)
+    full_output_error: str | None     # why that file is incomplete (a full disk), else None
     truncation: TruncationResult
     last_line_bytes: int              # UTF-8 bytes of the last (possibly partial) line
     duration: float                   # seconds
@@ -391,7 +425,8 @@ async def run_shell(command: str, cwd: str, *, signal: AbortSignal | None = None
     cancelled = outcome.cancelled or (signal is not None and signal.aborted)
     exit_code = None if cancelled or outcome.timed_out else outcome.exit_code
     return ExecResult(snap.content, exit_code, cancelled, outcome.timed_out, snap.truncation.truncated,
-                      snap.full_output_path, snap.truncation, acc.last_line_bytes, time.monotonic() - started)
+                      snap.full_output_path, snap.full_output_error, snap.truncation, acc.last_line_bytes,
+                      time.monotonic() - started)
 
 
 __all__ = [

@@ -51,6 +51,8 @@ class BashRunner:
         data["truncated"] = result.truncated
         if result.full_output_path:
             data["fullOutputPath"] = result.full_output_path
+        if result.full_output_error:
+            data["fullOutputError"] = result.full_output_error
         message = BashExecutionMessage(command=command, output=result.output, cancelled=result.cancelled,
                                        truncated=result.truncated, timestamp=now_ms())
         if result.exit_code is not None:

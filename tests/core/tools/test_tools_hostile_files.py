@@ -360,3 +360,86 @@ def test_one_unreadable_directory_does_not_discard_the_matches(backend):
     assert lines[2] == ""
     assert lines[3].startswith("[Not searched: ") and "b: Permission denied (os error 13)]" in lines[3]
     assert len(r["details"]["searchErrors"]) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The bash tool's full-output log
+# ---------------------------------------------------------------------------------------------
+async def test_full_output_logs_are_private(run):
+    from pisces.core.tools.bash import BashTool
+
+    r = await run(BashTool(tempfile.gettempdir()))({"command": "seq 1 100000"})
+    path = r.details["fullOutputPath"]
+    st, dst = os.lstat(path), os.lstat(os.path.dirname(path))
+    assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.geteuid()
+    assert stat.S_ISDIR(dst.st_mode) and stat.S_IMODE(dst.st_mode) == 0o700 and dst.st_uid == os.geteuid()
+    with open(path, "rb") as f:
+        assert f.read() == "".join(f"{i}\n" for i in range(1, 100001)).encode()
+    os.unlink(path)
+
+
+def test_a_shared_temp_name_that_is_not_ours_is_never_used(tmp_path):
+    """``<tmp>/pisces-<uid>`` made by someone else (here: a symlink, and a world-writable directory) is
+    passed over for a fresh private directory."""
+    for trap in ("symlink", "open-dir"):
+        tmp = tmp_path / trap
+        tmp.mkdir()
+        if trap == "symlink":
+            os.symlink(tmp_path, tmp / f"pisces-{os.geteuid()}")
+        else:
+            (tmp / f"pisces-{os.geteuid()}").mkdir(mode=0o777)
+            os.chmod(tmp / f"pisces-{os.geteuid()}", 0o777)
+        out = run_python(f"""
+            import tempfile
+            tempfile.tempdir = {str(tmp)!r}
+            from pisces.core.safe_open import create_private_file
+            fd, path = create_private_file("x.log")
+            report(path)
+        """)
+        path = out.check()
+        assert os.path.dirname(path) != str(tmp / f"pisces-{os.geteuid()}")
+        assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+        shutil.rmtree(os.path.dirname(path))
+
+
+BIG_OUTPUT = "head -c 3000000 /dev/zero | tr '\\\\0' 'x' | fold -w 100"
+
+
+def test_full_output_log_on_a_full_temp_dir_says_so_on_a_real_tmpfs():
+    prefix = _unshare_prefix()
+    if prefix is None:
+        pytest.skip("no mount namespace available here (unshare); the injected-ENOSPC test covers this")
+    mnt = tempfile.mkdtemp(prefix="pisces-full-tmp-")
+    try:
+        out = run_python(f"""
+            import subprocess, tempfile
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", {mnt!r}], check=True)
+            tempfile.tempdir = {mnt!r}
+            from pisces.core.tools.bash import BashTool
+            r = call(BashTool("/"), {{"command": {BIG_OUTPUT!r}}})
+            size = os.path.getsize(r["details"]["fullOutputPath"]) if r.get("details") else -1
+            report({{"result": r, "size": size}})
+        """, argv_prefix=prefix)
+        r = out.check()
+    finally:
+        os.rmdir(mnt)
+    result = r["result"]
+    assert result["ok"] is True, result
+    error = result["details"]["fullOutputError"]
+    assert error.startswith("it is incomplete: writing it failed after ") and "ENOSPC" in error
+    assert f"Full output: {result['details']['fullOutputPath']} ({error})]" in result["text"]
+    assert 0 < r["size"] < 3_030_000
+
+
+async def test_full_output_log_write_failure_is_reported_injected(run, monkeypatch):
+    from pisces.core.safe_open import private_temp_dir
+    from pisces.core.tools.bash import BashTool
+
+    _fill_errno.root = private_temp_dir()
+    monkeypatch.setattr(os, "write", _fill_errno(errno.ENOSPC))
+    r = await run(BashTool(tempfile.gettempdir()))({"command": "seq 1 100000"})
+    monkeypatch.undo()
+    assert r.details["fullOutputError"] == ("it is incomplete: writing it failed after 0 bytes (ENOSPC: No space "
+                                            "left on device)")
+    assert text_of(r).endswith(f"Full output: {r.details['fullOutputPath']} ({r.details['fullOutputError']})]")
+    os.unlink(r.details["fullOutputPath"])

@@ -48,9 +48,13 @@ def format_bash_output(snap: OutputSnapshot, last_line_bytes: int, empty_text: s
     details: dict[str, Any] = {"truncation": t.to_dict()}
     if snap.full_output_path is not None:
         details["fullOutputPath"] = snap.full_output_path
+    if snap.full_output_error is not None:
+        details["fullOutputError"] = snap.full_output_error
     start = t.totalLines - t.outputLines + 1
     end = t.totalLines
     path = snap.full_output_path
+    if snap.full_output_error is not None:
+        path = f"{path} ({snap.full_output_error})"
     if t.lastLinePartial:
         text += (f"\n\n[Showing last {format_size(t.outputBytes)} of line {end} (line is "
                  f"{format_size(last_line_bytes)}). Full output: {path}]")
@@ -103,6 +107,8 @@ class BashTool(AgentTool):
                 details["truncation"] = snap.truncation.to_dict()
             if snap.full_output_path is not None:
                 details["fullOutputPath"] = snap.full_output_path
+            if snap.full_output_error is not None:
+                details["fullOutputError"] = snap.full_output_error
             on_update(AgentToolResult(content=[TextContent(text=snap.content)], details=details))
 
         def cancel_timer() -> None:
@@ -134,7 +140,7 @@ class BashTool(AgentTool):
         finally:
             cancel_timer()
         emit()
-        snap = OutputSnapshot(result.output, result.truncation, result.full_output_path)
+        snap = OutputSnapshot(result.output, result.truncation, result.full_output_path, result.full_output_error)
         if result.cancelled or result.timed_out:
             text, _ = format_bash_output(snap, result.last_line_bytes, "")
             if result.cancelled:
