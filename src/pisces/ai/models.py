@@ -168,17 +168,14 @@ def resolve_config_value(value: str) -> str:
     return value
 
 
-def load_models_json(path: str) -> tuple[list[Model], dict[str, dict[str, Any]], str | None]:
-    """Parse models.json. Returns (custom models, provider configs, error). Any error drops all custom models,
-    as pi does; the error text says what is wrong."""
-    if not os.path.exists(path):
-        return [], {}, None
+def parse_models_json(text: str, path: str) -> tuple[list[Model], dict[str, dict[str, Any]], str | None]:
+    """Parse the text of models.json (read by the caller). Returns (custom models, provider configs, error).
+    Any error drops all custom models, as pi does; the error text says what is wrong."""
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.loads(strip_json_comments(f.read()))
+        data = json.loads(strip_json_comments(text))
         models, configs, _ = _parse_models_config(data)
         return models, configs, None
-    except (OSError, ValueError, ModelsConfigError) as exc:
+    except (ValueError, ModelsConfigError) as exc:
         return [], {}, f"Failed to load {path}: {exc}"
 
 

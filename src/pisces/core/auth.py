@@ -20,6 +20,7 @@ from typing import Any
 
 from pisces.ai.models import PROVIDER_ENV_KEYS, resolve_config_value
 from pisces.core import paths
+from pisces.core.safe_open import CONFIG_MAX_BYTES, read_text
 
 FAUX_PROVIDER = "faux"
 FAUX_API_KEY = "faux"  # placeholder handed to the faux provider, which ignores it
@@ -47,8 +48,7 @@ def env_api_key(provider: str) -> str | None:
 def load_auth_json(path: str) -> tuple[dict[str, Any], str | None]:
     """The credentials in ``path`` and an error text (None when fine; a missing file is fine)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_text(path, CONFIG_MAX_BYTES)  # a FIFO or a device is refused, never read
     except FileNotFoundError:
         return {}, None
     except (OSError, UnicodeDecodeError) as exc:

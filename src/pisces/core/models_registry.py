@@ -16,10 +16,11 @@ from typing import Any
 
 import msgspec
 
-from pisces.ai.models import BUILTIN_MODELS, FAUX_MODELS, load_models_json, supported_thinking_levels
+from pisces.ai.models import BUILTIN_MODELS, FAUX_MODELS, parse_models_json, supported_thinking_levels
 from pisces.ai.types import THINKING_LEVELS, UNSET, Model, ModelCost
 from pisces.core import paths
 from pisces.core.auth import AuthStorage, resolve_value
+from pisces.core.safe_open import CONFIG_MAX_BYTES, read_text
 
 # pi's placeholder when nothing is usable: get_state never reports a null model.
 UNKNOWN_MODEL = Model(id="unknown", name="unknown", api="unknown", provider="unknown", baseUrl="", reasoning=False,
@@ -122,8 +123,12 @@ def parse_model_pattern(pattern: str, models: list[Model], *, strict: bool = Tru
     return None, None, warning
 
 
-def _glob_regex(glob: str) -> re.Pattern[str]:
-    """minimatch-style glob: ``*`` and ``?`` stay within one path segment; ``[...]`` is a class."""
+def _glob_regex(glob: str) -> Any:
+    """minimatch-style glob: ``*`` and ``?`` stay within one path segment; ``[...]`` is a class. Compiled by
+    RE2, whose matching time is linear: ``enabledModels`` may come from a repository's settings, and a
+    backtracking regex for ``*a*a*a*a*a*a*a*a*b`` would stall the process. None when it does not compile."""
+    import re2
+
     out, i = [], 0
     while i < len(glob):
         c = glob[i]
@@ -134,7 +139,7 @@ def _glob_regex(glob: str) -> re.Pattern[str]:
         elif c == "[":
             j = glob.find("]", i + 1)
             if j == -1:
-                out.append(re.escape(c))
+                out.append("\\[")
             else:
                 body = glob[i + 1:j]
                 if body.startswith("!"):
@@ -142,9 +147,27 @@ def _glob_regex(glob: str) -> re.Pattern[str]:
                 out.append("[" + body.replace("\\", "\\\\") + "]")
                 i = j
         else:
-            out.append(re.escape(c))
+            out.append(c if c.isalnum() or not c.isascii() or c == "_" else f"\\x{{{ord(c):x}}}")
         i += 1
-    return re.compile("".join(out) + r"\Z", re.IGNORECASE)
+    options = re2.Options()
+    options.case_sensitive = False
+    options.log_errors = False
+    try:
+        return re2.compile("".join(out), options)
+    except re2.error:
+        return None
+
+
+def load_models_json(path: str) -> tuple[list[Model], dict[str, dict[str, Any]], str | None]:
+    """models.json at ``path``, read through the safe-open rules (a FIFO or a device is refused, the size
+    bounded). A missing file is no error."""
+    try:
+        text = read_text(path, CONFIG_MAX_BYTES)
+    except FileNotFoundError:
+        return [], {}, None
+    except (OSError, ValueError) as exc:
+        return [], {}, f"Failed to load {path}: {exc}"
+    return parse_models_json(text, path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -422,7 +445,8 @@ class ModelRegistry:
                 if sep and suffix in THINKING_LEVELS:
                     glob, level = head, suffix
                 rx = _glob_regex(glob)
-                hits = [m for m in available if rx.match(f"{m.provider}/{m.id}") or rx.match(m.id)]
+                hits = [m for m in available if rx is not None
+                        and (rx.fullmatch(f"{m.provider}/{m.id}") or rx.fullmatch(m.id))]
                 if not hits:
                     self.warnings.append(f'No models match pattern "{pattern}"')
                 for m in hits:

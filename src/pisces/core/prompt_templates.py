@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
 from typing import Any
 
 from pisces.core.paths import agent_dir, project_config_dir
+from pisces.core.safe_open import TEXT_MAX_BYTES, read_text
 
 
 def _template_dirs(cwd: str) -> list[tuple[str, str]]:
@@ -45,9 +47,9 @@ def load_templates(cwd: str) -> dict[str, dict[str, Any]]:
                 continue
             path = os.path.join(directory, fname)
             try:
-                with open(path, encoding="utf-8") as f:
-                    meta, body = _split_frontmatter(f.read())
-            except OSError:
+                meta, body = _split_frontmatter(read_text(path, TEXT_MAX_BYTES))  # a FIFO or /dev/zero: refused
+            except (OSError, ValueError) as exc:
+                print(f"Warning: skipping prompt template {path}: {exc}", file=sys.stderr, flush=True)
                 continue
             first = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
             found[fname[:-3]] = {"path": path, "scope": scope, "body": body,

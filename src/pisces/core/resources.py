@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterable, Sequence
 
 from pisces.core import paths
+from pisces.core.safe_open import TEXT_MAX_BYTES, read_text
 
 CONTEXT_FILE_NAMES = ("AGENTS.md", "CLAUDE.md")  # the first one present in a directory is used
 
@@ -28,9 +29,10 @@ ALWAYS_GUIDELINES = (
 # Context files
 # ---------------------------------------------------------------------------------------------
 def _read_text(path: str) -> str | None:
+    """The file's text, through the safe-open rules: a FIFO, a device (or a link to one) or a file over
+    4 MiB is refused with a warning on stderr, never read."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
+        return read_text(path, TEXT_MAX_BYTES, errors="replace")
     except OSError as exc:
         print(f"Warning: could not read {path}: {exc}", file=sys.stderr, flush=True)
         return None
@@ -39,7 +41,7 @@ def _read_text(path: str) -> str | None:
 def _context_file_in(directory: str) -> tuple[str, str] | None:
     for name in CONTEXT_FILE_NAMES:
         path = os.path.join(directory, name)
-        if os.path.isfile(path):
+        if os.path.lexists(path) and not os.path.isdir(path):
             content = _read_text(path)
             if content is not None:
                 return path, content
@@ -76,7 +78,7 @@ def load_context_files(cwd: str, agent_dir: str | None = None) -> list[tuple[str
 # ---------------------------------------------------------------------------------------------
 def _discover(cwd: str, agent_dir: str, name: str) -> str | None:
     for path in (os.path.join(paths.project_config_dir(cwd), name), os.path.join(agent_dir, name)):
-        if os.path.isfile(path):
+        if os.path.lexists(path) and not os.path.isdir(path):  # a FIFO is found, then refused by _read_text
             return path
     return None
 

@@ -30,7 +30,7 @@ import stat
 
 __all__ = [
     "UnsafeFileError", "NotRegularFileError", "FileTooLargeError", "check_regular", "open_regular",
-    "read_bytes", "read_fd", "read_text", "write_atomic", "existing_target", "format_bytes", "private_dir",
+    "file_kind", "read_bytes", "read_fd", "read_text", "write_atomic", "existing_target", "format_bytes", "private_dir",
     "private_temp_dir", "create_private_file",
     "CONFIG_MAX_BYTES", "TEXT_MAX_BYTES", "SESSION_MAX_BYTES",
 ]
@@ -46,9 +46,13 @@ _OPEN_FLAGS = os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXE
 class UnsafeFileError(OSError):
     """A path pisces will not open as asked. ``str()`` is the whole sentence (no ``[Errno n]`` prefix)."""
 
+    reason = ""  # the refusal without the path ("it is a FIFO (named pipe), not a regular file")
+
     def __init__(self, code: int, message: str, path: str) -> None:
         super().__init__(code, message, path)
         self.message = message
+        if not self.reason:
+            self.reason = message
 
     def __str__(self) -> str:
         return self.message
@@ -59,12 +63,14 @@ class NotRegularFileError(UnsafeFileError):
 
     def __init__(self, path: str, kind: str) -> None:
         code = errno.EISDIR if kind == "a directory" else errno.EINVAL
+        self.reason = f"it is {kind}, not a regular file"
         super().__init__(code, f"{path} is {kind}, not a regular file", path)
         self.kind = kind
 
 
 class FileTooLargeError(UnsafeFileError):
     def __init__(self, path: str, limit: int) -> None:
+        self.reason = f"it is larger than {format_bytes(limit)}, the most pisces reads from such a file"
         super().__init__(errno.EFBIG, f"{path} is larger than {format_bytes(limit)}, the most pisces reads "
                                       "from such a file", path)
         self.limit = limit
@@ -78,7 +84,8 @@ def format_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, as a phrase ("a FIFO (named pipe)", "a character device", ...)."""
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISFIFO(mode):
@@ -97,21 +104,28 @@ def check_regular(path: str) -> os.stat_result:
     OSErrors of the stat itself (ENOENT, EACCES, ELOOP, ...) propagate unchanged."""
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
-        raise NotRegularFileError(path, _kind(st.st_mode))
+        raise NotRegularFileError(path, file_kind(st.st_mode))
     return st
 
 
-def open_regular(path: str, flags: int = os.O_RDONLY, max_bytes: int | None = None) -> int:
+def open_regular(path: str, flags: int = os.O_RDONLY, max_bytes: int | None = None, mode: int = 0o600) -> int:
     """A descriptor of the regular file ``path``, opened without blocking (see the module docstring).
-    ``max_bytes``: refuse a larger file. The caller closes the descriptor."""
-    check_regular(path)
-    fd = os.open(path, flags | _OPEN_FLAGS)
+    ``max_bytes``: refuse a larger file. With ``os.O_CREAT`` in ``flags`` a missing file is created with
+    ``mode``. The caller closes the descriptor."""
+    try:
+        check_regular(path)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+    fd = os.open(path, flags | _OPEN_FLAGS, mode)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFileError(path, _kind(st.st_mode))
+            raise NotRegularFileError(path, file_kind(st.st_mode))
         if max_bytes is not None and st.st_size > max_bytes:
             raise FileTooLargeError(path, max_bytes)
+        # O_NONBLOCK was for the open alone; reads and writes of the regular file behave as usual
+        os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise

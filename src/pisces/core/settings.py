@@ -19,6 +19,7 @@ import threading
 from typing import Any
 
 from pisces.core import paths
+from pisces.core.safe_open import CONFIG_MAX_BYTES, read_text
 
 DEFAULT_THINKING_LEVEL = "medium"
 
@@ -177,8 +178,7 @@ class Settings:
     # -- loading ---------------------------------------------------------------------------------
     def _load(self, path: str) -> tuple[dict[str, Any], str | None]:
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+            text = read_text(path, CONFIG_MAX_BYTES)  # a FIFO or /dev/zero is refused, never read
         except FileNotFoundError:
             return {}, None
         except (OSError, UnicodeDecodeError) as exc:
@@ -436,8 +436,7 @@ class Settings:
                 # pi's protocol: lock, re-read, change only these keys, write; another process's keys survive
                 with FileLock(self.global_path):
                     try:
-                        with open(self.global_path, encoding="utf-8") as f:
-                            on_disk = _parse(f.read())
+                        on_disk = _parse(read_text(self.global_path, CONFIG_MAX_BYTES))
                     except FileNotFoundError:
                         on_disk = {}
                     self._apply(on_disk, unsaved)

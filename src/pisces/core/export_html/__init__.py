@@ -28,6 +28,7 @@ from typing import Any
 
 import msgspec
 
+from pisces.core.safe_open import UnsafeFileError
 from pisces.core.store import RawEntry, SessionInfoEntry, load_session_file
 from pisces.core.store.entries import no_surrogates
 
@@ -148,9 +149,10 @@ def default_output_path(session_file: str) -> str:
 
 
 def _write(path: str, data: bytes) -> None:
+    from pisces.core.safe_open import write_atomic
+
     try:
-        with open(path, "wb") as f:
-            f.write(data)
+        write_atomic(path, data)  # never into a FIFO or a device; a failed write leaves the old page whole
     except OSError as exc:
         raise ExportError(f"Cannot write {path}: {exc.strerror or exc}") from exc
 
@@ -192,7 +194,10 @@ def export_file(session_jsonl_path: str, out_path: str | None = None) -> str:
         raise ExportError(f"{session_jsonl_path} is a directory, not a session file")
     if not os.path.exists(session_jsonl_path):
         raise ExportError(f"File not found: {session_jsonl_path}")
-    loaded = load_session_file(session_jsonl_path)
+    try:
+        loaded = load_session_file(session_jsonl_path)
+    except UnsafeFileError as exc:  # a FIFO or a device given as the session
+        raise ExportError(f"Cannot export {session_jsonl_path}: {exc.reason}") from None
     if loaded is None:
         raise ExportError(f"Cannot read {session_jsonl_path}")
     if loaded.header is None:

@@ -12,6 +12,8 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
+from pisces.core.safe_open import SESSION_MAX_BYTES, open_regular, read_fd
+
 from .ids import iso_from_ms, iso_to_ms
 from .entries import BAD_JSON
 from .load import header_from_dict, warn
@@ -95,7 +97,7 @@ def _lenient_line(line: bytes) -> _Line | None:
 def read_header(path: str, limit: int = 1 << 16) -> dict[str, Any] | None:
     """The first line of ``path`` as a session header object, or ``None``."""
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(open_regular(path), "rb") as f:  # a FIFO named *.jsonl cannot block the listing
             first = f.readline(limit)
         data = msgspec.json.decode(first)
     except (OSError, *BAD_JSON):
@@ -108,9 +110,12 @@ def read_header(path: str, limit: int = 1 << 16) -> dict[str, Any] | None:
 def read_session_info(path: str) -> SessionInfo | None:
     """A listing row for one file, or ``None`` when it is unreadable or has no session header."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-            mtime_ms = int(os.fstat(f.fileno()).st_mtime * 1000)
+        fd = open_regular(path, max_bytes=SESSION_MAX_BYTES)
+        try:
+            mtime_ms = int(os.fstat(fd).st_mtime * 1000)
+            data = read_fd(fd, path, SESSION_MAX_BYTES)
+        finally:
+            os.close(fd)
     except OSError:
         return None
     lines = data.split(b"\n")

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from pisces.ai.gc_pause import gc_paused
+from pisces.core.safe_open import SESSION_MAX_BYTES, UnsafeFileError, private_dir, read_bytes, write_atomic
 
 from .entries import (
     BAD_JSON,
@@ -231,12 +232,14 @@ def _reason(exc: BaseException) -> str:
 
 
 def load_session_file(path: str) -> LoadedSession | None:
-    """Parse the file at ``path``; ``None`` when it does not exist or cannot be read."""
+    """Parse the file at ``path``; ``None`` when it does not exist or cannot be read. A path that must never
+    be read (a FIFO, a device, a directory, a file over 1 GiB) raises ``safe_open.UnsafeFileError``."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        data = read_bytes(path, SESSION_MAX_BYTES)  # never blocks on a FIFO, never reads /dev/zero
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except UnsafeFileError:
+        raise  # a FIFO, a device, a file over 1 GiB: the caller says so (target.py words it for a session)
     except OSError as exc:
         warn(f"cannot read session file {path}: {exc.strerror or exc}")
         return None
@@ -244,17 +247,7 @@ def load_session_file(path: str) -> LoadedSession | None:
 
 
 def write_file_atomically(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data``: write a temporary file beside it, fsync, rename over."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    """Replace ``path`` with ``data``: write a temporary file beside it, fsync, rename over. The file is
+    private to the user (0600) and a directory created for it is 0700."""
+    private_dir(os.path.dirname(path) or ".")
+    write_atomic(path, data, mode=0o600)

@@ -28,6 +28,7 @@ import msgspec
 from msgspec import UNSET
 
 from pisces.ai.types import AssistantMessage, ToolResultMessage, UserMessage
+from pisces.core.safe_open import open_regular, private_dir
 
 from .context import SessionContext, build_session_context, path_to
 from .entries import (
@@ -271,8 +272,9 @@ class SessionManager:
         assert self._session_file
         directory = os.path.dirname(self._session_file)
         if directory:
-            os.makedirs(directory, exist_ok=True)
-        return os.open(self._session_file, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            private_dir(directory)
+        # a FIFO or a device put there meanwhile is refused (an OSError), never written into
+        return open_regular(self._session_file, os.O_RDWR | os.O_APPEND | os.O_CREAT, mode=0o600)
 
     def _close_fd(self) -> None:
         if self._fd is not None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import stat
 
+from pisces.core.safe_open import UnsafeFileError, file_kind
+
 from .load import LoadedSession, load_session_file
 
 __all__ = ["SessionFileError", "load_target"]
@@ -39,8 +41,13 @@ def load_target(path: str) -> LoadedSession | None:
         raise _refuse(path, exc.strerror or str(exc)) from None
     if stat.S_ISDIR(info.st_mode):
         raise _refuse(path, "it is a directory")
+    if not stat.S_ISREG(info.st_mode):  # a FIFO, a device, a socket: never opened (it could block or never end)
+        raise _refuse(path, f"it is {file_kind(info.st_mode)}, not a regular file")
     _check_writable(path)
-    loaded = load_session_file(path)
+    try:
+        loaded = load_session_file(path)
+    except UnsafeFileError as exc:  # over the size bound, or swapped for a FIFO since the stat
+        raise _refuse(path, exc.reason) from None
     if loaded is None:
         raise _refuse(path, "it cannot be read")
     if loaded.header is None and loaded.has_content:
