@@ -163,18 +163,21 @@ def test_a_session_path_that_is_not_a_regular_file_is_refused(tmp_path, kind):
                 errors.append([type(exc).__name__, str(exc)])
         report(errors)
     """, stdin=None, memory=768 << 20)
-    for name, text in out.check():
-        assert name == "SessionFileError"
-        assert text.startswith(f"Cannot open session file {path}: it is ") and text.endswith(", not a regular file")
+    (load_name, load_text), (open_name, open_text) = out.check()
+    kind = "a directory" if kind == "dir" else "a FIFO (named pipe)" if kind == "fifo" else None
+    assert load_name == "NotRegularFileError" and load_text.startswith(f"{path} is a")
+    assert open_name == "SessionFileError" and open_text.startswith(f"Cannot use {path} as the session file: it is a")
+    if kind:
+        assert load_text.startswith(f"{path} is {kind}") and open_text.endswith(f"it is {kind}" + (
+            "" if kind == "a directory" else ", not a regular file"))
 
 
 def test_a_huge_session_file_is_refused_without_loading_it(tmp_path):
     plant(str(tmp_path / "s.jsonl"), "huge")
     out = run_python(f"""
-        import pisces.core.safe_open as so
-        from pisces.core.store import load_session_file, SessionFileError
+        from pisces.core.store import SessionFileError, SessionManager
         try:
-            load_session_file({str(tmp_path / "s.jsonl")!r})
+            SessionManager.open({str(tmp_path / "s.jsonl")!r})
             report("loaded")
         except SessionFileError as exc:
             report(str(exc))

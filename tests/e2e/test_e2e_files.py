@@ -130,7 +130,7 @@ def test_switch_session_to_a_fifo_or_a_device_is_an_error_and_the_process_keeps_
                              (os.path.join(home.root, "zero.jsonl"), "a character device")):
             r = p.request({"id": "sw", "type": "switch_session", "sessionPath": target}, timeout=30)
             assert r == {"id": "sw", "type": "response", "command": "switch_session", "success": False,
-                         "error": f"Cannot open session file {target}: it is {kind}, not a regular file"}
+                         "error": f"Cannot use {target} as the session file: it is {kind}, not a regular file"}
             state = p.ok({"type": "get_state"}, timeout=30)
             assert state["sessionFile"] == before["sessionFile"] and state["sessionId"] == before["sessionId"]
         p.send({"id": "p2", "type": "prompt", "message": "still there?"})
@@ -152,7 +152,7 @@ def test_session_flag_naming_a_fifo_or_a_device_exits_with_a_clear_error(home):
         finally:
             p.close()
         assert code == 1
-        assert p.stderr == f"pisces: Cannot open session file {target}: it is {kind}, not a regular file\n"
+        assert p.stderr == f"pisces: Cannot use {target} as the session file: it is {kind}, not a regular file\n"
 
 
 def test_a_checkout_whose_configuration_is_fifos_and_device_links_starts_and_serves(home):
