@@ -147,9 +147,10 @@ def saved_decision(cwd: str, agent_dir: str) -> tuple[str, bool] | None:
 
 
 def _default_setting(agent_dir: str) -> Any:
+    from pisces.core.safe_open import read_bytes
+
     try:
-        with open(os.path.join(agent_dir, "settings.json"), "rb") as f:
-            data = json.loads(f.read(_MAX_TRUST_FILE) or b"{}")
+        data = json.loads(read_bytes(os.path.join(agent_dir, "settings.json"), _MAX_TRUST_FILE) or b"{}")
     except (OSError, ValueError, RecursionError):
         return None
     return data.get(DEFAULT_TRUST_KEY) if isinstance(data, dict) else None
