@@ -66,10 +66,14 @@ def test_read_of_dev_stdin_never_steals_command_lines(home):
         for i in range(200):
             p.send({"id": f"s{i}", "type": "get_state"})
         answered: set[str] = set()
-        frames = p.until(lambda f: (f.get("type") == "response" and answered.add(str(f.get("id"))) is None
-                                    and len(answered - {"p"}) == 200), 60)
+
+        def all_answered(f: dict) -> bool:
+            if f.get("type") == "response":
+                answered.add(str(f.get("id")))
+            return len(answered - {"p"}) == 200
+
+        frames = until_all(p, [all_answered, lambda f: f.get("type") == "agent_settled"], 60)
         assert answered - {"p"} == {f"s{i}" for i in range(200)}
-        frames += p.until(lambda f: f.get("type") == "agent_settled", 30)
         end = tool_ends(frames)[0]
         assert end["isError"] is True
         assert end["result"]["content"][0]["text"].startswith(
