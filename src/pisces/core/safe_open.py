@@ -209,9 +209,13 @@ def write_atomic(path: str, data: bytes, *, mode: int | None = None, new_mode: i
     (the link's target when ``path`` is a symbolic link).
 
     The new file keeps the old one's permission bits (``mode`` overrides them); a new file gets
-    ``new_mode`` (default: 0o666 less the umask, as ``open`` would create it). On any failure the
-    original is left as it was and the temporary file is removed; the OSError propagates."""
+    ``new_mode`` (default: 0o666 less the umask, as ``open`` would create it). A file the user may not write
+    is refused (EACCES), as an in-place write would be. On any failure the original is left as it was and
+    the temporary file is removed; the OSError propagates."""
     target, st = existing_target(path)
+    if st is not None and not os.access(target, os.W_OK):
+        # a rename would replace a file its owner made read-only: refuse as writing it in place would
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
     directory = os.path.dirname(target) or "."
     if mode is None:
         mode = stat.S_IMODE(st.st_mode) if st is not None else (

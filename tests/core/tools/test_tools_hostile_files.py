@@ -230,6 +230,25 @@ async def test_write_and_edit_keep_mode_and_symlink(tmp_path, run):
     assert sorted(os.listdir(tmp_path)) == ["link.txt", "real.txt"]  # no temporary file left
 
 
+def test_write_still_refuses_a_read_only_file(tmp_path):
+    """The atomic rename could replace a file its owner made read-only; it is refused as before (EACCES)."""
+    f = tmp_path / "ro.txt"
+    f.write_text("keep\n")
+    os.chmod(f, 0o444)
+    prefix = None
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv")
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    out = run_python(f"""
+        from pisces.core.tools.write import WriteTool
+        report(call(WriteTool({str(tmp_path)!r}), {{"path": "ro.txt", "content": "x"}}))
+    """, argv_prefix=prefix)
+    r = out.check()
+    assert r["ok"] is False and r["error"].startswith("EACCES: permission denied, open ")
+    assert f.read_text() == "keep\n"
+
+
 async def test_edit_of_a_latin1_file_keeps_every_byte_it_did_not_edit(tmp_path, run):
     original = "Café crème\nprix: 5 €\nfin\n".encode("cp1252") + b"\x81\xff\n"
     f = tmp_path / "latin1.txt"
