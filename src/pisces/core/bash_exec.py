@@ -3,7 +3,7 @@
 ``run_shell(command, cwd, ...)`` runs ``<shell> -c <command>`` in its own process group with stdout and
 stderr merged into one pipe, streams decoded chunks to ``on_chunk``, and keeps the output in an
 ``OutputAccumulator``: a rolling tail for display plus, once the output passes 2000 lines or 50 KiB, a temp
-file ``/tmp/pisces-<uid>/pisces-bash-<16 hex>.log`` holding all of it (mode 0600 in a 0700 directory). When
+file ``/tmp/pisces-bash-<16 hex>.log`` holding all of it (mode 0600: only the user can read it). When
 that file cannot be written to the end (a full disk), ``full_output_error`` says so and how much it holds.
 
 Completion is "the shell exited, and its pipe closed or 100 ms passed", never "every pipe closed": a

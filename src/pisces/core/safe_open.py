@@ -31,7 +31,7 @@ import stat
 __all__ = [
     "UnsafeFileError", "NotRegularFileError", "FileTooLargeError", "check_regular", "open_regular",
     "file_kind", "read_bytes", "read_fd", "read_text", "write_atomic", "existing_target", "format_bytes", "private_dir",
-    "private_temp_dir", "create_private_file",
+    "create_private_file",
     "CONFIG_MAX_BYTES", "TEXT_MAX_BYTES", "SESSION_MAX_BYTES",
 ]
 
@@ -281,42 +281,12 @@ def private_dir(path: str) -> str:
     return path
 
 
-_temp_dir: str | None = None
-
-
-def _is_private_dir(path: str) -> bool:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
-
-
-def private_temp_dir() -> str:
-    """``<tmp>/pisces-<uid>``, a directory only this user can enter (0700), for files such as the full
-    output of a command. A path there that is not such a directory (someone else's, a symlink, too open)
-    is never used: a fresh ``mkdtemp`` directory takes its place for this process."""
-    global _temp_dir
-    if _temp_dir is not None and _is_private_dir(_temp_dir):
-        return _temp_dir
+def create_private_file(name: str) -> tuple[int, str]:
+    """(descriptor, path) of a new file ``name`` in the system's temp directory, mode 0600 (only this user can
+    read it), opened for writing. Never follows a link and never reuses an existing file: a name someone
+    else created first (a file, a symlink) is an error, so callers pick unguessable names."""
     import tempfile
 
-    path = os.path.join(tempfile.gettempdir(), f"pisces-{os.geteuid()}")
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        path = ""
-    if not path or not _is_private_dir(path):
-        path = tempfile.mkdtemp(prefix="pisces-")
-    _temp_dir = path
-    return path
-
-
-def create_private_file(name: str) -> tuple[int, str]:
-    """(descriptor, path) of a new file ``name`` in :func:`private_temp_dir`, mode 0600, opened for writing.
-    Never follows a link and never reuses an existing file."""
-    path = os.path.join(private_temp_dir(), name)
+    path = os.path.join(tempfile.gettempdir(), name)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     return os.open(path, flags, 0o600), path

@@ -389,36 +389,40 @@ async def test_full_output_logs_are_private(run):
 
     r = await run(BashTool(tempfile.gettempdir()))({"command": "seq 1 100000"})
     path = r.details["fullOutputPath"]
-    st, dst = os.lstat(path), os.lstat(os.path.dirname(path))
+    st = os.lstat(path)
+    assert os.path.dirname(path) == tempfile.gettempdir()
     assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.geteuid()
-    assert stat.S_ISDIR(dst.st_mode) and stat.S_IMODE(dst.st_mode) == 0o700 and dst.st_uid == os.geteuid()
     with open(path, "rb") as f:
         assert f.read() == "".join(f"{i}\n" for i in range(1, 100001)).encode()
     os.unlink(path)
 
 
-def test_a_shared_temp_name_that_is_not_ours_is_never_used(tmp_path):
-    """``<tmp>/pisces-<uid>`` made by someone else (here: a symlink, and a world-writable directory) is
-    passed over for a fresh private directory."""
-    for trap in ("symlink", "open-dir"):
+def test_a_temp_name_taken_first_is_never_followed_or_reused(tmp_path):
+    """A name someone created first in the shared temp directory (a symlink to a file of the user's, a
+    world-readable file) is refused, never written through; the bash log then says it could not be created."""
+    target = tmp_path / "victim.txt"
+    target.write_text("keep me")
+    for trap in ("symlink", "file"):
         tmp = tmp_path / trap
         tmp.mkdir()
         if trap == "symlink":
-            os.symlink(tmp_path, tmp / f"pisces-{os.geteuid()}")
+            os.symlink(target, tmp / "x.log")
         else:
-            (tmp / f"pisces-{os.geteuid()}").mkdir(mode=0o777)
-            os.chmod(tmp / f"pisces-{os.geteuid()}", 0o777)
+            (tmp / "x.log").write_text("squatted")
+            os.chmod(tmp / "x.log", 0o666)
         out = run_python(f"""
             import tempfile
             tempfile.tempdir = {str(tmp)!r}
             from pisces.core.safe_open import create_private_file
-            fd, path = create_private_file("x.log")
-            report(path)
+            try:
+                create_private_file("x.log")
+                report("created")
+            except FileExistsError:
+                report("refused")
         """)
-        path = out.check()
-        assert os.path.dirname(path) != str(tmp / f"pisces-{os.geteuid()}")
-        assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
-        shutil.rmtree(os.path.dirname(path))
+        assert out.check() == "refused"
+    assert target.read_text() == "keep me"
+    assert (tmp_path / "file" / "x.log").read_text() == "squatted"
 
 
 BIG_OUTPUT = "head -c 3000000 /dev/zero | tr '\\\\0' 'x' | fold -w 100"
@@ -451,10 +455,9 @@ def test_full_output_log_on_a_full_temp_dir_says_so_on_a_real_tmpfs():
 
 
 async def test_full_output_log_write_failure_is_reported_injected(run, monkeypatch):
-    from pisces.core.safe_open import private_temp_dir
     from pisces.core.tools.bash import BashTool
 
-    _fill_errno.root = private_temp_dir()
+    _fill_errno.root = os.path.join(tempfile.gettempdir(), "pisces-bash-")
     monkeypatch.setattr(os, "write", _fill_errno(errno.ENOSPC))
     r = await run(BashTool(tempfile.gettempdir()))({"command": "seq 1 100000"})
     monkeypatch.undo()
