@@ -134,7 +134,22 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
                         thinking_level=level, tools=all_tools, active_tools=active, system_prompt_builder=prompt_for)
     sess.scope_patterns = scope
     built.append(sess)
+    if _has_budget_settings(settings):  # otherwise nothing of pisces.core.budget is even imported
+        from pisces.core.budget import attach_from_settings
+
+        attach_from_settings(sess)
     return sess
+
+
+def _has_budget_settings(settings: Settings) -> bool:
+    """Whether a settings file has ``task.budget`` (nested) or a flat ``task.budget.*`` key."""
+    for data in (settings.global_settings(), settings.project_settings()):
+        task = data.get("task")
+        if isinstance(task, dict) and isinstance(task.get("budget"), dict):
+            return True
+        if any(key.startswith("task.budget.") for key in data):
+            return True
+    return False
 
 
 def create_session_from_args(args: Any, **overrides: Any) -> AgentSession:

@@ -57,6 +57,7 @@ class AgentSession:
         self._compactor_obj: Any = None  # built on first use (see the compactor property)
         self.bash_runner: Any = None
         self.subagents = SubagentHooks()  # the task tool's spawn gate and usage callback (TEAM.md interface 8)
+        self.budget: Any = None  # a pisces.core.budget.SessionBudget once a limit is set (docs/budgets.md)
         self.is_compacting = False
         self._run_lock = asyncio.Lock()
         self.agent = Agent(
@@ -83,6 +84,8 @@ class AgentSession:
     def emit(self, event: Any) -> None:
         for listener in list(self._listeners):
             listener(event)
+        if self.budget is not None:  # after the listeners: its own events follow the one that caused them
+            self.budget.on_event(event)
 
     def _on_agent_event(self, event: Any) -> None:
         if isinstance(event, MessageStartEvent) and isinstance(event.message, UserMessage):
@@ -116,6 +119,8 @@ class AgentSession:
                 return
 
     def _user_message(self, text: str, images: list[Any] | None) -> UserMessage:
+        if self.budget is not None:  # a spent budget refuses prompts, steering and follow-ups alike
+            self.budget.admit()
         return UserMessage(content=[TextContent(text=text), *(images or [])], timestamp=now_ms())
 
     def steer(self, text: str, images: list[Any] | None = None) -> None:
@@ -172,6 +177,8 @@ class AgentSession:
         """Preflight, then ``on_accepted()``, then the run (awaited to its very end, retries included).
         While the agent is busy the message is queued per ``streaming_behavior``; without one it is refused,
         except during compaction or a retry back-off, where it waits its turn instead of being dropped."""
+        if self.budget is not None:
+            self.budget.admit()
         accepted = on_accepted or (lambda: None)
         between_turns = self._run_lock.locked() and not self.is_compacting  # e.g. a retry back-off
         if self.agent.is_streaming or (between_turns and streaming_behavior is not None):
@@ -372,6 +379,8 @@ class AgentSession:
         state["pendingMessageCount"] = self.pending_count
         state["queuedMessageCount"] = self.pending_count
         state.update(views.trust_fields(self.settings))
+        if self.budget is not None:
+            state["budget"] = self.budget.state()
         return state
 
     def session_stats(self) -> dict[str, Any]:
@@ -380,6 +389,8 @@ class AgentSession:
         usage = self.context_usage(brief=True)
         if usage is not None:
             data["contextUsage"] = usage
+        if self.budget is not None:
+            data["budget"] = self.budget.state()
         return data
 
     def context_usage(self, brief: bool = False) -> dict[str, Any] | None:

@@ -48,6 +48,8 @@ SAFE_PROJECT_SETTINGS: dict[str, Any] = {
     "compaction": True, "branchSummary": True, "retry": True, "thinkingBudgets": True,
     "enableSkillCommands": True, "hideThinkingBlock": True, "quietStartup": True,
     "images": frozenset({"blockImages", "autoResize"}),
+    # a budget only stops work; pisces.core.budget lets a project that is not trusted make it stricter only
+    "task": frozenset({"budget"}),
 }
 
 _run_override: bool | None = None
@@ -66,6 +68,11 @@ def split_project_settings(project: dict[str, Any]) -> tuple[dict[str, Any], lis
     gated: list[str] = []
     for key, value in project.items():
         rule = SAFE_PROJECT_SETTINGS.get(key)
+        if rule is None and "." in key:  # the flat spelling of a nested key: "task.budget.maxCostUsd"
+            head, _, rest = key.partition(".")
+            outer = SAFE_PROJECT_SETTINGS.get(head)
+            if outer is True or (isinstance(outer, frozenset) and rest.split(".", 1)[0] in outer):
+                rule = True
         if rule is True:
             kept[key] = value
         elif isinstance(rule, frozenset) and isinstance(value, dict):

@@ -80,11 +80,21 @@ async def _prompt(server: Any, cmd: dict) -> Any:
     try:
         await server.session.prompt(text, images=images, streaming_behavior=behavior, on_accepted=on_accepted)
     except Exception as exc:  # noqa: BLE001
+        if _is_budget_refusal(exc):  # seed 000's late prompt failure: the ack, then the error, same id
+            if not accepted:
+                on_accepted()
+            server.respond(req_id, ctype, error=str(exc))
+            return ANSWERED
         if not accepted:
             raise  # a preflight error is the prompt's one response
         # already answered with success: a second response to the same id would break clients' bookkeeping
         sys.stderr.write(f"pisces: the run of prompt {req_id!r} failed: {str(exc) or type(exc).__name__}\n")
     return ANSWERED
+
+
+def _is_budget_refusal(exc: Exception) -> bool:
+    budget = sys.modules.get("pisces.core.budget.controller")  # not loaded: no budget, no refusal
+    return budget is not None and isinstance(exc, budget.BudgetExceededError)
 
 
 def h_prompt(server: Any, cmd: dict) -> Any:
@@ -377,6 +387,15 @@ def h_set_stream_options(server: Any, cmd: dict) -> Any:
     return {"profile": out.profile, "partial": out.profile == FULL, "messageSnapshots": out.profile != DELTAS}
 
 
+def h_set_budget(server: Any, cmd: dict) -> Any:
+    from pisces.core.budget import BudgetPolicyError, set_session_budget
+
+    try:
+        return set_session_budget(server.session, cmd.get("budget"))
+    except BudgetPolicyError as exc:
+        raise RpcError(f"Invalid budget: {exc}") from None
+
+
 def h_clear_queue(server: Any, cmd: dict) -> Any:
     steering, follow_up = server.session.clear_queue()
     return {"steering": steering, "followUp": follow_up}
@@ -428,4 +447,5 @@ COMMANDS: dict[str, Callable[[Any, dict], Any]] = {
     "set_label": h_set_label,
     "get_entries": h_get_entries,
     "get_available_thinking_levels": h_get_available_thinking_levels,
+    "set_budget": h_set_budget,
 }
