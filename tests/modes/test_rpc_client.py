@@ -463,6 +463,24 @@ async def test_real_process_killed_mid_run(faux_args, tmp_path):
     await bounded(body())
 
 
+async def test_real_prompt_refused_after_its_ack_raises(faux_args, tmp_path):
+    """A spent budget: the prompt is acknowledged, then failed with the same id (seed 000's late prompt
+    failure). prompt_and_wait raises at once instead of waiting for a run that never starts."""
+    async def body():
+        args = faux_args({"text": "first", "usage": {"input": 5, "output": 50}}, {"text": "never"})
+        async with RpcClient(args=args, cwd=tmp_path, request_timeout=10) as client:
+            budget = await client.set_budget({"maxOutputTokens": 10})
+            assert budget["status"] == "ok" and budget["limits"]["maxOutputTokens"] == 10
+            await client.prompt_and_wait("spend", timeout=20)
+            with pytest.raises(RpcCommandError) as info:
+                await client.prompt_and_wait("refused", timeout=20)
+            assert info.value.error == "Session budget exceeded (output_tokens)"
+            assert (await client.get_state())["budget"]["status"] == "exceeded"
+            assert (await client.set_budget(None))["limits"] == {"warnAtRatio": 0.8, "abortOnExceeded": False}
+
+    await bounded(body())
+
+
 def test_real_sync_client(faux_args, tmp_path):
     with SyncRpcClient(args=faux_args({"text": "sync hello"}), cwd=tmp_path, call_timeout=20) as client:
         assert client.get_state()["model"]["provider"] == "faux"

@@ -456,14 +456,19 @@ class RpcClient(RpcCommands):
 
         Agents that send no ``agent_settled`` (pi) are done at an ``agent_end`` followed by ``settle_grace``
         seconds of quiet with no retry or compaction under way. Raises RpcCommandError if the prompt is
-        rejected, RpcTimeoutError after ``timeout``, RpcProcessExited if the agent dies.
+        rejected, also by a later error response with its id (seed 000's late prompt failure, e.g. a spent
+        budget), RpcTimeoutError after ``timeout``, RpcProcessExited if the agent dies.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        fields = {"message": message, "images": images, "streamingBehavior": streaming_behavior}
         with self.events() as stream:
-            await self.prompt(message, images, streaming_behavior)
-            return await self._until_settled(stream, deadline, settle_grace)
+            response = await self.request_response("prompt", **{k: v for k, v in fields.items() if v is not None})
+            if response.get("success") is False:
+                raise RpcCommandError("prompt", str(response.get("error")), response)
+            return await self._until_settled(stream, deadline, settle_grace, response.get("id"))
 
-    async def _until_settled(self, stream: EventStream, deadline: float | None, grace: float) -> list[Event]:
+    async def _until_settled(self, stream: EventStream, deadline: float | None, grace: float,
+                             prompt_id: Any = None) -> list[Event]:
         collected: list[Event] = []
         ended = retrying = compacting = False
         quiet = grace
@@ -479,6 +484,9 @@ class RpcClient(RpcCommands):
                 event = await stream.get(remaining)
             collected.append(event)
             etype = event.get("type")
+            if etype == "response" and prompt_id is not None and event.get("id") == prompt_id \
+                    and event.get("success") is False:  # acknowledged, then failed
+                raise RpcCommandError(event.get("command") or "prompt", str(event.get("error")), event)
             if etype == "agent_settled":
                 return collected
             if etype == "agent_start":

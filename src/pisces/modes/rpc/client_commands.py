@@ -162,3 +162,8 @@ class RpcCommands:
     async def clear_queue(self) -> dict:
         """``{"steering": [...], "followUp": [...]}``: the messages taken off the queues."""
         return await self._call("clear_queue")
+
+    async def set_budget(self, budget: dict | None) -> dict:
+        """Replace the session's budget limits (``{"maxCostUsd": 2, ...}``; None clears them). Returns the budget
+        as ``get_state`` shows it (pisces; see docs/budgets.md)."""
+        return await self._call("set_budget", budget=budget)
