@@ -17,6 +17,7 @@ from pisces.agent.types import AgentTool, MessageEndEvent, MessageStartEvent
 from pisces.ai.models import clamp_thinking_level
 from pisces.ai.types import AssistantMessage, Model, StreamOptions, TextContent, UserMessage, now_ms
 from pisces.core import session_views as views
+from pisces.core.errors import SessionError
 from pisces.core.hooks import Hooks
 from pisces.core.prompt_templates import expand_prompt_template, list_prompt_commands
 from pisces.core.models_registry import UNKNOWN_MODEL, ModelRegistry, next_thinking_level
@@ -29,10 +30,6 @@ Listener = Callable[[Any], None]
 
 BUSY_ERROR = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
 DEFAULT_IDLE_TIMEOUT_MS = 300_000  # a provider silent this long ends the request as a (retryable) timeout
-
-
-class SessionError(Exception):
-    """A user-facing error (its text is the RPC error string)."""
 
 
 class AgentSession:

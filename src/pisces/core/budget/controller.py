@@ -25,12 +25,13 @@ import time
 from typing import Any, Callable
 
 from pisces.core.budget.policy import DIMENSIONS, BudgetPolicy
+from pisces.core.errors import SessionError
 
 Emit = Callable[[dict[str, Any]], None]
 _FIELD = {reason: field for reason, _, field in DIMENSIONS}
 
 
-class BudgetExceededError(Exception):
+class BudgetExceededError(SessionError):
     """New work was refused because the session's budget is spent. The text is the client-visible error."""
 
 
