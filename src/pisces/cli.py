@@ -17,12 +17,6 @@ STREAM_PROFILES = ("full", "lean", "deltas")  # pisces.modes.stream_encoding.PRO
 # Flags pisces accepts for pi's wrappers but does not act on (yet): dest -> why. A mode prints one line about
 # the ones given. Features built later remove their entry here.
 IGNORED_FLAGS: dict[str, str] = {
-    "extensions": "extensions are not implemented yet",
-    "no_extensions": "extensions are not implemented yet",
-    "skills": "skills are not implemented yet",
-    "no_skills": "skills are not implemented yet",
-    "prompt_templates": "extra prompt template paths are not implemented yet",
-    "no_prompt_templates": "turning prompt templates off is not implemented yet",
     "themes": "pisces has no terminal UI to theme",
     "no_themes": "pisces has no terminal UI to theme",
     "verbose": "pisces prints no start-up banner",
@@ -182,13 +176,21 @@ def ignored_flags_note(args: Any) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    # words argparse does not know may be flags an extension registers (--plan, --name=value): the session
+    # checks them once extensions are loaded, and refuses the rest as argparse would
+    if any(not a.startswith("--") for a in extra):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extension_flags = extra
     if args.list_models is not None:
         from pisces.modes.list_models import run_list_models
 
         return run_list_models(None if args.list_models is True else args.list_models, api_key=args.api_key,
                                provider=args.provider)
     if args.export:
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
         if len(args.export) > 2:
             return _fail("--export takes a session file and an optional output path")
         from pisces.modes.export_cli import run_export

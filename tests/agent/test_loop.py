@@ -226,10 +226,11 @@ async def test_unknown_tool_and_validation_failure(faux):
     rec = Recorder(agent)
     await agent.prompt([user("go")])
     tool_labels = [x for x in rec.labels() if x.startswith("tool_execution")]
-    # failures known before running end first (call order), then the running call
+    # as pi: each call is prepared in call order and a call that fails there ends at once; the prepared
+    # calls run after every call was prepared
     assert tool_labels == [
-        "tool_execution_start:ok", "tool_execution_start:unknown", "tool_execution_start:invalid",
-        "tool_execution_end:unknown", "tool_execution_end:invalid", "tool_execution_end:ok",
+        "tool_execution_start:ok", "tool_execution_start:unknown", "tool_execution_end:unknown",
+        "tool_execution_start:invalid", "tool_execution_end:invalid", "tool_execution_end:ok",
     ]
     ends = {e.toolCallId: e for e in rec.of(ToolExecutionEndEvent)}
     assert ends["unknown"].isError is True

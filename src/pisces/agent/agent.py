@@ -57,6 +57,9 @@ class Agent:
         self.follow_up_mode = follow_up_mode
         self.interrupt_mode = interrupt_mode
         self.stream_fn = stream_fn
+        self.before_tool_call: Callable[..., Awaitable[Any]] | None = None  # the tool-call gate (see LoopConfig)
+        self.after_tool_call: Callable[..., Awaitable[Any]] | None = None
+        self.gate_chain: Any = None  # pisces.agent.gate.GateChain, when several collaborators share the gate
         self.steering_queue: list[Any] = []
         self.follow_up_queue: list[Any] = []
         self.is_streaming = False
@@ -120,6 +123,8 @@ class Agent:
             get_interrupt_mode=lambda: self.interrupt_mode,
             transform_context=self.transform_context,
             stream_fn=self.stream_fn,
+            before_tool_call=self.before_tool_call,
+            after_tool_call=self.after_tool_call,
         )
 
     def _system_prompt(self) -> str:
@@ -158,6 +163,11 @@ class Agent:
     def abort(self) -> None:
         if self._signal is not None:
             self._signal.abort()
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        """The current run's abort signal (None when idle)."""
+        return self._signal
 
     @property
     def aborted(self) -> bool:

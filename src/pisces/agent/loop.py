@@ -19,9 +19,12 @@ from pisces.agent.types import (
     AgentStartEvent,
     AgentTool,
     AgentToolResult,
+    GateDecision,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    ResultPatch,
+    ToolCallInfo,
     ToolError,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
@@ -66,6 +69,11 @@ class LoopConfig:
     get_interrupt_mode: Callable[[], str] = lambda: "immediate"
     transform_context: Callable[[list[Any], AbortSignal], Awaitable[list[Any]]] | None = None
     stream_fn: Callable[..., Any] = default_stream
+    # The tool-call gate: ``before_tool_call(info)`` may block a call or replace its arguments (GateDecision);
+    # ``after_tool_call(info, result, is_error)`` may patch the result (ResultPatch). A gate that raises blocks
+    # the call; an after-hook that raises turns the result into that error.
+    before_tool_call: Callable[[ToolCallInfo], Awaitable[GateDecision | None]] | None = None
+    after_tool_call: Callable[[ToolCallInfo, AgentToolResult, bool], Awaitable[ResultPatch | None]] | None = None
 
 
 @dataclass
@@ -102,7 +110,7 @@ async def run_loop(prompts: list[Any], state: RunState, config: LoopConfig, sign
             more_tool_calls = bool(calls)
             results: list[ToolResultMessage] = []
             if calls:
-                results = await _execute_tool_calls(calls, config, signal, emit)
+                results = await _execute_tool_calls(calls, config, signal, emit, message)
                 for r in results:
                     _add_message(r, state, emit)
             emit(TurnEndEvent(message=message, toolResults=results))
@@ -182,15 +190,61 @@ async def _stream_assistant(state: RunState, config: LoopConfig, signal: AbortSi
 # ---------------------------------------------------------------------------------------------
 # Tool execution
 # ---------------------------------------------------------------------------------------------
+async def _prepare_call(call: ToolCall, tool: AgentTool | None, config: LoopConfig, signal: AbortSignal,
+                        message: AssistantMessage | None) -> tuple[tuple[AgentTool, dict] | None, Any]:
+    """(tool, arguments) ready to run, or (None, the error result) for a call that ends before running."""
+    if tool is None:
+        return None, _error_result(f"Tool {call.name} not found")
+    try:
+        raw_args = call.arguments
+        prepare = getattr(tool, "prepare_arguments", None)  # a tool may repair legacy argument shapes
+        if prepare is not None:
+            raw_args = prepare(raw_args)
+        args, err = validate_tool_arguments(call.name, tool.parameters, raw_args)
+        if err is not None:
+            return None, _error_result(err)
+        if config.before_tool_call is not None:
+            decision = await config.before_tool_call(ToolCallInfo(call.id, call.name, args, tool, message, signal))
+            if decision is not None and decision.block:
+                return None, _error_result(decision.reason or "Tool execution was blocked")
+            if decision is not None and isinstance(decision.args, dict):
+                args = decision.args
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a failing gate blocks the call (fail closed)
+        return None, _error_result(str(exc) or type(exc).__name__)
+    return (tool, args), None
+
+
+async def _after_call(config: LoopConfig, info: ToolCallInfo, outcome: tuple[AgentToolResult, bool]
+                      ) -> tuple[AgentToolResult, bool]:
+    result, is_error = outcome
+    try:
+        patch = await config.after_tool_call(info, result, is_error)  # type: ignore[misc]
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - as pi: the failure becomes the result
+        return _error_result(str(exc) or type(exc).__name__), True
+    if patch is None:
+        return outcome
+    content = result.content if patch.content is UNSET or patch.content is None else patch.content
+    details = result.details if patch.details is UNSET or patch.details is None else patch.details
+    return AgentToolResult(content=content, details=details), (is_error if patch.isError is UNSET
+                                                                else bool(patch.isError))
+
+
 def _error_result(text: str, details: Any = None) -> AgentToolResult:
     return AgentToolResult(content=[TextContent(text=text)], details={} if details in (None, UNSET) else details)
 
 
-async def _execute_tool_calls(calls: list[ToolCall], config: LoopConfig, signal: AbortSignal, emit: Emit
-                              ) -> list[ToolResultMessage]:
-    """Run one turn's tool calls concurrently. ``tool_execution_end`` comes in completion order; the
-    returned toolResult messages keep call order. In ``immediate`` interrupt mode a queued steering
-    message stops the calls still running, which get pi's "skipped" result."""
+async def _execute_tool_calls(calls: list[ToolCall], config: LoopConfig, signal: AbortSignal, emit: Emit,
+                              message: AssistantMessage | None = None) -> list[ToolResultMessage]:
+    """Run one turn's tool calls. Each call is first prepared in call order, as pi does: its
+    ``tool_execution_start``, argument repair and validation, then the ``before_tool_call`` gate; a call that
+    fails there ends at once. The prepared calls then run concurrently: ``tool_execution_end`` comes in
+    completion order (after ``after_tool_call`` patched the result); the returned toolResult messages keep call
+    order. In ``immediate`` interrupt mode a queued steering message stops the calls still running, which get
+    pi's "skipped" result."""
     tools = {t.name: t for t in config.get_tools()}
     outcomes: list[tuple[AgentToolResult, bool] | None] = [None] * len(calls)
     signals = [AbortSignal() for _ in calls]
@@ -198,32 +252,10 @@ async def _execute_tool_calls(calls: list[ToolCall], config: LoopConfig, signal:
     skipped: set[int] = set()
     prepared: list[tuple[AgentTool, dict] | None] = []
 
-    for i, call in enumerate(calls):
-        emit(ToolExecutionStartEvent(toolCallId=call.id, toolName=call.name, args=call.arguments))
-        tool = tools.get(call.name)
-        if tool is None:
-            outcomes[i] = (_error_result(f"Tool {call.name} not found"), True)
-            prepared.append(None)
-            continue
-        raw_args = call.arguments
-        prepare = getattr(tool, "prepare_arguments", None)  # a tool may repair legacy argument shapes
-        if prepare is not None:
-            raw_args = prepare(raw_args)
-        args, err = validate_tool_arguments(call.name, tool.parameters, raw_args)
-        if err is not None:
-            outcomes[i] = (_error_result(err), True)
-            prepared.append(None)
-            continue
-        prepared.append((tool, args))
-
     def finish(i: int) -> None:
         result, is_error = outcomes[i]  # type: ignore[misc]
         emit(ToolExecutionEndEvent(toolCallId=calls[i].id, toolName=calls[i].name, result=result,
                                    isError=is_error))
-
-    for i, p in enumerate(prepared):  # failures known before running end first, in call order
-        if p is None:
-            finish(i)
 
     async def run_one(i: int, tool: AgentTool, args: dict) -> None:
         call = calls[i]
@@ -246,6 +278,9 @@ async def _execute_tool_calls(calls: list[ToolCall], config: LoopConfig, signal:
             outcome = (_error_result(str(exc) or type(exc).__name__), True)
         if i in skipped:
             outcome = (_error_result(SKIPPED_FOR_STEERING), True)
+        elif config.after_tool_call is not None:
+            outcome = await _after_call(config, ToolCallInfo(call.id, call.name, args, tool, message, signals[i]),
+                                        outcome)
         outcomes[i] = outcome
         finish(i)
         if config.get_interrupt_mode() == "immediate" and config.has_steering():
@@ -255,6 +290,13 @@ async def _execute_tool_calls(calls: list[ToolCall], config: LoopConfig, signal:
                     s.abort("steering")
 
     try:
+        for i, call in enumerate(calls):
+            emit(ToolExecutionStartEvent(toolCallId=call.id, toolName=call.name, args=call.arguments))
+            ready, failure = await _prepare_call(call, tools.get(call.name), config, signals[i], message)
+            prepared.append(ready)
+            if failure is not None:
+                outcomes[i] = (failure, True)
+                finish(i)
         await asyncio.gather(*(run_one(i, *p) for i, p in enumerate(prepared) if p is not None))
     finally:
         for remove in removers:

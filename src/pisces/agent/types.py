@@ -44,6 +44,42 @@ class AgentTool:
 
 
 # ---------------------------------------------------------------------------------------------
+# The tool-call gate (LoopConfig.before_tool_call / after_tool_call)
+# ---------------------------------------------------------------------------------------------
+class ToolCallInfo:
+    """One tool call as the gate sees it. ``args`` are the validated arguments; a gate may change them in place
+    (what the tool then runs with) or return replacements in ``GateDecision.args``."""
+
+    __slots__ = ("tool_call_id", "tool_name", "args", "tool", "assistant_message", "signal")
+
+    def __init__(self, tool_call_id: str, tool_name: str, args: dict[str, Any], tool: "AgentTool",
+                 assistant_message: Any, signal: AbortSignal) -> None:
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.args = args
+        self.tool = tool
+        self.assistant_message = assistant_message
+        self.signal = signal
+
+
+class GateDecision(Struct, kw_only=True):
+    """What ``before_tool_call`` may return: block the call (``reason`` becomes the error tool result, default
+    "Tool execution was blocked"), or run it with other arguments. None means "go ahead"."""
+
+    block: bool = False
+    reason: str | None = None
+    args: dict[str, Any] | None = None
+
+
+class ResultPatch(Struct, kw_only=True):
+    """What ``after_tool_call`` may return: the fields to replace in the result (UNSET keeps a field)."""
+
+    content: Any = UNSET
+    details: Any = UNSET
+    isError: bool | UnsetType = UNSET
+
+
+# ---------------------------------------------------------------------------------------------
 # Events (pi's exact shapes). Messages are typed Any: the coding layer adds its own roles.
 # ---------------------------------------------------------------------------------------------
 class _Ev(Struct, kw_only=True, tag_field="type"):
@@ -105,7 +141,8 @@ AgentEvent = (AgentStartEvent | AgentEndEvent | TurnStartEvent | TurnEndEvent | 
               | ToolExecutionEndEvent)
 
 __all__ = [
-    "AgentTool", "AgentToolResult", "ToolError", "ToolUpdate", "AgentEvent", "AgentStartEvent", "AgentEndEvent",
+    "AgentTool", "AgentToolResult", "ToolError", "ToolCallInfo", "GateDecision", "ResultPatch", "ToolUpdate",
+    "AgentEvent", "AgentStartEvent", "AgentEndEvent",
     "TurnStartEvent", "TurnEndEvent", "MessageStartEvent", "MessageUpdateEvent", "MessageEndEvent",
     "ToolExecutionStartEvent", "ToolExecutionUpdateEvent", "ToolExecutionEndEvent", "UNSET", "UnsetType",
 ]

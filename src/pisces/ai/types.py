@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Awaitable, Callable, Literal, Union
 
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
@@ -201,6 +201,9 @@ class StreamOptions:
     # Who makes the request: empty for the main session; for a subagent its names, most specific first
     # (allocated task id, task id, agent name). Providers ignore it; the faux model picks a script by it.
     requester: tuple[str, ...] = ()
+    # Called with the provider's request payload (a dict) right before it is sent; returns the payload to send
+    # (the same, changed or replaced). Extensions' before_provider_request event. None: sent as built.
+    onPayload: Callable[[Any], Awaitable[Any]] | None = None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,37 +1,70 @@
-"""Cancellable hook points (session_before_switch, session_before_fork, session_before_tree, ...).
+"""What the session asks of its extensions (``session.hooks``), and the answer when there are none.
 
-Extensions register handlers here; a handler gets the event details and may return ``{"cancel": True}``
-(or an awaitable of it) to stop the action, which the RPC command then reports as ``cancelled: true``.
+``NoHooks`` is the session's default: every method answers "nothing to do" at once, so a session without
+extensions pays nothing. ``pisces.core.extensions.host.ExtensionHost`` implements the same methods when
+extensions are loaded: the cancellable ``session_before_*`` events (``before``), notifications, extension
+commands, the ``input`` and ``before_agent_start`` events, the agent events (handlers run before the session
+sees each event, in order), reload and shutdown.
 """
 
 from __future__ import annotations
 
-import inspect
-import sys
-from collections import defaultdict
 from typing import Any, Callable
 
-Handler = Callable[[dict[str, Any]], Any]
 
+class NoHooks:
+    active = False
 
-class Hooks:
-    def __init__(self) -> None:
-        self._handlers: dict[str, list[Handler]] = defaultdict(list)
+    async def start(self, reason: str = "startup", previous: str | None = None) -> None:
+        pass
 
-    def on(self, name: str, handler: Handler) -> Callable[[], None]:
-        self._handlers[name].append(handler)
-        return lambda: self._handlers[name].remove(handler) if handler in self._handlers[name] else None
+    async def before(self, name: str, event: dict[str, Any]) -> Any:
+        """A ``session_before_*`` event; the combined result (``{"cancel": True}`` cancels) or None."""
+        return None
 
-    async def cancelled(self, name: str, **details: Any) -> bool:
-        event = {"type": name, **details}
-        for handler in list(self._handlers.get(name, ())):
-            try:
-                result = handler(event)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception as exc:  # noqa: BLE001 - a broken hook must not break the session
-                sys.stderr.write(f"pisces: hook {name} failed: {exc}\n")
-                continue
-            if isinstance(result, dict) and result.get("cancel"):
-                return True
+    async def notify(self, event: dict[str, Any]) -> None:
+        pass
+
+    def notify_soon(self, event: dict[str, Any]) -> None:
+        """``notify`` from synchronous code (model_select, thinking_level_select): the handlers run next."""
+
+    async def leaving(self, reason: str, target: str | None) -> None:
+        """The session is about to move to another file (``new``, ``resume``, ``fork``)."""
+
+    async def replaced(self, reason: str, previous: str | None, target: str | None) -> None:
+        """The session moved to another file (``new``, ``resume`` or ``fork``)."""
+
+    def command_name(self, text: str) -> str | None:
+        """The extension command ``text`` invokes (``/name args``), or None."""
+        return None
+
+    async def run_command(self, text: str) -> bool:
         return False
+
+    async def input(self, text: str, images: Any, source: str) -> tuple[bool, str, Any]:
+        """(handled, text, images) after the ``input`` handlers."""
+        return False, text, images
+
+    async def before_agent_start(self, prompt: str, images: Any, base_prompt: Callable[[], str]
+                                 ) -> tuple[list[Any], str | None]:
+        """(custom messages to add after the user message, a replacement system prompt or None)."""
+        return [], None
+
+    def commands(self) -> list[dict[str, Any]]:
+        return []
+
+    async def user_bash(self, command: str, cwd: str) -> dict[str, Any] | None:
+        """An RPC ``bash`` command an extension ran itself: its result (output, exitCode, ...), else None."""
+        return None
+
+    def agent_event(self, event: Any, deliver: Callable[[Any], None]) -> None:
+        deliver(event)
+
+    async def drain(self) -> None:
+        pass
+
+    async def reload(self) -> None:
+        pass
+
+    async def shutdown(self, reason: str = "quit") -> None:
+        pass

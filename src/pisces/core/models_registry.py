@@ -223,6 +223,7 @@ class ModelRegistry:
         self.warnings: list[str] = []  # things worth telling the user (stderr), e.g. unmatched patterns
         self.load_error: str | None = None
         self.provider_configs: dict[str, dict[str, Any]] = {}
+        self.extra_providers: dict[str, dict[str, Any]] = {}  # registered by extensions (register_provider)
         self._models: list[Model] = []
         # --api-key applies to one provider; without --provider it binds to the model selected at start.
         self._pending_override: str | None = api_key_override if api_key_override and not override_provider \
@@ -236,6 +237,15 @@ class ModelRegistry:
         """(Re)read models.json and rebuild the model list."""
         custom, configs, error = load_models_json(self.models_json_path)
         self.load_error = error
+        if self.extra_providers:
+            from pisces.ai.models import _parse_models_config
+
+            extra, extra_configs, _ = _parse_models_config({"providers": self.extra_providers})
+            for name, conf in extra_configs.items():  # an extension's provider replaces models.json's models
+                if conf.get("models"):
+                    custom = [m for m in custom if m.provider != name]
+                configs[name] = {**configs.get(name, {}), **conf}
+            custom = custom + extra
         self.provider_configs = configs
         self.auth.models_json_keys = {p: c["apiKey"] for p, c in configs.items()
                                       if isinstance(c.get("apiKey"), str) and c["apiKey"]}
@@ -249,6 +259,18 @@ class ModelRegistry:
         if self.enable_faux:
             models.extend(msgspec.structs.replace(m, input=list(m.input)) for m in FAUX_MODELS)
         self._models = models
+
+    def register_provider(self, name: str, config: dict[str, Any]) -> None:
+        """A provider in models.json's format, from an extension; a bad one raises and changes nothing."""
+        from pisces.ai.models import _parse_models_config
+
+        _parse_models_config({"providers": {name: config}})  # validate first
+        self.extra_providers[name] = dict(config)
+        self.refresh()
+
+    def unregister_provider(self, name: str) -> None:
+        if self.extra_providers.pop(name, None) is not None:
+            self.refresh()
 
     # -- queries ----------------------------------------------------------------------------------
     def get_all(self) -> list[Model]:

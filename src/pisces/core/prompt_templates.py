@@ -35,13 +35,27 @@ def _split_frontmatter(text: str) -> tuple[dict[str, str], str]:
     return meta, body[1:] if body.startswith("\n") else body
 
 
-def load_templates(cwd: str) -> dict[str, dict[str, Any]]:
-    found: dict[str, dict[str, Any]] = {}
-    for directory, scope in _template_dirs(cwd):
+def _sources(cwd: str, resources: dict[str, Any] | None) -> list[tuple[str, str, list[str]]]:
+    """(directory, scope, file names) to read: the default directories (unless ``--no-prompt-templates``), then
+    the paths of ``--prompt-template`` and extensions (a file or a directory of ``*.md`` files)."""
+    out = []
+    dirs = _template_dirs(cwd) if not resources or resources.get("promptTemplates", True) else []
+    extra = [(p, "temporary") for p in (resources or {}).get("promptPaths", [])]
+    for path, scope in [*dirs, *extra]:
+        path = os.path.expanduser(path)
+        if os.path.isfile(path):
+            out.append((os.path.dirname(path), scope, [os.path.basename(path)]))
+            continue
         try:
-            names = sorted(os.listdir(directory))
+            out.append((path, scope, sorted(os.listdir(path))))
         except OSError:
             continue
+    return out
+
+
+def load_templates(cwd: str, resources: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for directory, scope, names in _sources(cwd, resources):
         for fname in names:
             if not fname.endswith(".md"):
                 continue
@@ -74,19 +88,20 @@ def slash_command(name: str, source: str, *, description: str | None = None, pat
     return cmd
 
 
-def list_prompt_commands(cwd: str) -> list[dict[str, Any]]:
-    return [slash_command(name, "prompt", description=t["description"] or None, path=t["path"], scope=t["scope"])
-            for name, t in load_templates(cwd).items()]
+def list_prompt_commands(cwd: str, resources: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    return [slash_command(name, "prompt", description=t["description"] or None, path=t["path"],
+                          scope=t["scope"] if t["scope"] in ("user", "project") else None)
+            for name, t in load_templates(cwd, resources).items()]
 
 
 _ARG = re.compile(r"\$(@|\d)")
 
 
-def expand_prompt_template(cwd: str, text: str) -> str:
+def expand_prompt_template(cwd: str, text: str, resources: dict[str, Any] | None = None) -> str:
     if not text.startswith("/"):
         return text
     head, _, rest = text[1:].partition(" ")
-    templates = load_templates(cwd) if head else {}
+    templates = load_templates(cwd, resources) if head else {}
     template = templates.get(head)
     if template is None:
         return text

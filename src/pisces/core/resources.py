@@ -164,6 +164,7 @@ def build_system_prompt(
     append: str | None = None,
     context_files: bool | Sequence[tuple[str, str]] = True,
     now: _dt.datetime | _dt.date | None = None,
+    skills: str = "",
 ) -> str:
     """The system prompt for a session in ``cwd``.
 
@@ -171,7 +172,8 @@ def build_system_prompt(
     from the built-in tool names). ``custom_prompt`` (text or a file path; default SYSTEM.md) replaces the
     base prompt; ``append`` (text or a file path; default APPEND_SYSTEM.md) follows it. ``context_files``
     is True to discover AGENTS.md/CLAUDE.md files, False for none, or the (path, content) pairs to use.
-    ``now`` fixes the date (default: today in UTC)."""
+    ``skills`` is the skills section (pisces.core.skills.format_skills_for_prompt), placed after the context
+    files. ``now`` fixes the date (default: today in UTC)."""
     agent_dir = agent_dir if agent_dir is not None else paths.agent_dir()
 
     base = resolve_prompt_input(custom_prompt)
@@ -197,6 +199,7 @@ def build_system_prompt(
         prompt += "\n\n# Project Context\n\nInstructions and conventions for this project:\n\n"
         for path, content in files:
             prompt += f"## {path}\n\n{content}\n\n"
+    prompt += skills
 
     if now is None:
         now = _dt.datetime.now(_dt.timezone.utc)

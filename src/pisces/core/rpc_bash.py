@@ -31,6 +31,14 @@ class BashRunner:
             signal.abort()
 
     async def run(self, session: Any, command: str) -> dict[str, Any]:
+        handled = await session.hooks.user_bash(command, session.cwd)
+        if handled is not None:  # an extension ran it (user_bash with a result)
+            message = BashExecutionMessage(command=command, output=handled["output"], cancelled=handled["cancelled"],
+                                           truncated=handled["truncated"], timestamp=now_ms())
+            if handled.get("exitCode") is not None:
+                message.exitCode = handled["exitCode"]
+            session.record_bash(message)
+            return handled
         settings = session.settings
         prefix = settings.shell_command_prefix
         script = f"{prefix}\n{command}" if prefix else command

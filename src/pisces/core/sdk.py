@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
@@ -23,6 +24,14 @@ from pisces.core.task import register_task_tool
 
 class SessionConfigError(ValueError):
     """The flags or configuration cannot make a session; the text says what to change."""
+
+    exit_code = 1
+
+
+class UsageError(SessionConfigError):
+    """A command-line mistake (an unknown flag): exit status 2, as argparse's own errors."""
+
+    exit_code = 2
 
 
 def _session_path(arg: str) -> str:
@@ -62,23 +71,106 @@ def _open_store(cwd: str, settings: Settings, *, no_session: bool, session_dir: 
     return SessionManager.create(cwd, directory)
 
 
-def create_agent_session(*, cwd: str | None = None, provider: str | None = None, model: str | None = None,
-                         models: str | None = None, api_key: str | None = None, thinking: str | None = None,
-                         no_session: bool = False, session_dir: str | None = None, session: str | None = None,
-                         continue_session: bool = False, tools: list[str] | None = None,
-                         system_prompt: str | None = None, append_system_prompt: str | None = None,
-                         context_files: bool = True, faux_script: str | None = None,
-                         backends: Any = None, fork: str | None = None) -> AgentSession:
-    from pisces.core.resources import build_system_prompt
-    from pisces.core.tools import DEFAULT_TOOL_NAMES, create_tools
+class _Plan:
+    """What ``create_agent_session`` decided before the extensions load (they may add providers)."""
 
-    cwd = os.path.abspath(cwd or os.getcwd())
-    adir = agent_dir()
-    settings = Settings(adir, cwd)
-    if settings.ignored_project_settings:
+
+def _begin(*, cwd: str | None = None, provider: str | None = None, model: str | None = None,
+           models: str | None = None, api_key: str | None = None, thinking: str | None = None,
+           no_session: bool = False, session_dir: str | None = None, session: str | None = None,
+           continue_session: bool = False, tools: list[str] | None = None,
+           system_prompt: str | None = None, append_system_prompt: str | None = None,
+           context_files: bool = True, faux_script: str | None = None,
+           extensions: list[Any] | None = None, extension_paths: list[str] | None = None,
+           no_extensions: bool = False, extension_flags: list[str] | None = None,
+           skill_paths: list[str] | None = None, no_skills: bool = False,
+           prompt_template_paths: list[str] | None = None, no_prompt_templates: bool = False,
+           backends: Any = None, fork: str | None = None) -> _Plan:
+    plan = _Plan()
+    plan.__dict__.update(locals())
+    del plan.__dict__["plan"]
+    plan.cwd = os.path.abspath(cwd or os.getcwd())
+    plan.adir = agent_dir()
+    plan.settings = Settings(plan.adir, plan.cwd)
+    if plan.settings.ignored_project_settings:
         from pisces.core.trust import untrusted_notice
 
-        sys.stderr.write(untrusted_notice(settings.project_path, settings.ignored_project_settings) + "\n")
+        sys.stderr.write(untrusted_notice(plan.settings.project_path, plan.settings.ignored_project_settings) + "\n")
+    plan.ext_options = {"cwd": plan.cwd, "agent_dir": plan.adir, "cli_paths": list(extension_paths or []),
+                        "no_extensions": no_extensions, "inline": list(extensions or [])}
+    plan.loaded = None
+    return plan
+
+
+def extension_sources_present(opts: dict[str, Any], settings: Settings) -> bool:
+    """Whether anything could load as an extension, without importing the extension machinery: a few stat
+    calls, the settings already read, and the entry-point cache (see pisces.core.extensions.entry_points)."""
+    if opts["cli_paths"] or opts["inline"]:
+        return True
+    if opts["no_extensions"]:
+        return False
+    if any(settings.get(k) for k in ("extensions", "packages", "hooks", "customTools")):
+        return True
+    adir = opts["agent_dir"]
+    for base in (adir, os.path.join(opts["cwd"], ".pisces")):
+        for sub in ("extensions", "hooks", "tools"):
+            try:
+                if any(not n.startswith((".", "_")) for n in os.listdir(os.path.join(base, sub))):
+                    return True
+            except OSError:
+                pass
+    if os.environ.get("PISCES_DISABLE_EXTENSION_AUTOLOAD", "") not in ("", "0"):
+        return False
+    try:
+        with open(os.path.join(adir, "cache", "entry-points.json"), encoding="utf-8") as f:
+            cache = json.load(f)
+        key = []
+        for d in dict.fromkeys(sys.path):
+            if d and os.path.isdir(d):
+                key.append([d, os.stat(d).st_mtime_ns])
+        if cache.get("key") == key and isinstance(cache.get("groups", {}).get("pisces.extensions"), list):
+            return bool(cache["groups"]["pisces.extensions"])
+    except (OSError, ValueError, AttributeError):
+        pass
+    from pisces.core.extensions.entry_points import entry_points  # no current cache: scan once, write it
+
+    return bool(entry_points("pisces.extensions", adir))
+
+
+def _extensions_coroutine(plan: _Plan) -> Any:
+    from pisces.core.extensions.host import load_extensions
+
+    return load_extensions(plan.ext_options, plan.settings)
+
+
+def create_agent_session(**kwargs: Any) -> AgentSession:
+    """A session for ``cwd`` (default: the current directory). Keyword arguments mirror the CLI flags
+    (``provider``, ``model``, ``thinking``, ``no_session``, ``tools``, ``system_prompt``, ...); ``extensions``
+    takes inline ``register(pi)`` functions, ``extension_paths`` extension files (like ``-e``). An ``async``
+    register function needs ``create_agent_session_async`` when an event loop is already running."""
+    plan = _begin(**kwargs)
+    if extension_sources_present(plan.ext_options, plan.settings):
+        from pisces.core.extensions.loader import run_now
+
+        plan.loaded = run_now(_extensions_coroutine(plan))
+    return _finish(plan)
+
+
+async def create_agent_session_async(**kwargs: Any) -> AgentSession:
+    """``create_agent_session`` for async code: register functions may be async and are awaited."""
+    plan = _begin(**kwargs)
+    if extension_sources_present(plan.ext_options, plan.settings):
+        plan.loaded = await _extensions_coroutine(plan)
+    return _finish(plan)
+
+
+def _finish(plan: _Plan) -> AgentSession:
+    from pisces.core.resources import build_system_prompt, default_guidelines
+    from pisces.core.tools import DEFAULT_TOOL_NAMES, create_tools
+
+    cwd, adir, settings = plan.cwd, plan.adir, plan.settings
+    provider, model, faux_script, api_key = plan.provider, plan.model, plan.faux_script, plan.api_key
+    session, continue_session, tools, models = plan.session, plan.continue_session, plan.tools, plan.models
     use_faux = provider == "faux" or bool(faux_script)
     if use_faux:
         from pisces.ai.providers import faux
@@ -93,6 +185,13 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
     registry = ModelRegistry(adir, api_key_override=api_key, override_provider=provider, enable_faux=use_faux)
     if registry.load_error:
         sys.stderr.write(f"pisces: {registry.load_error}\n")
+    if plan.loaded is not None:
+        from pisces.core.extensions.host import apply_providers, resolve_flags
+
+        apply_providers(plan.loaded, registry)
+        resolve_flags(plan.loaded, plan.extension_flags or [])
+    elif plan.extension_flags:
+        raise UsageError(f"unrecognized arguments: {' '.join(plan.extension_flags)}")
     scope = [p.strip() for p in models.split(",") if p.strip()] if models else None
     try:
         chosen, cli_level = registry.select_initial_model(settings, cli_provider=provider, cli_model=model,
@@ -106,17 +205,17 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
                                  "<name> (anthropic, openai, google, ...) or --model <provider/id>")
     if (provider or model) and chosen is None:
         raise SessionConfigError(f"No model found for --provider {provider or '-'} --model {model or '-'}")
-    store = _open_store(cwd, settings, no_session=no_session, session_dir=session_dir, session=session,
-                        continue_session=continue_session, fork=fork)
-    level = thinking or cli_level or settings.default_thinking_level or "medium"
+    store = _open_store(cwd, settings, no_session=plan.no_session, session_dir=plan.session_dir, session=session,
+                        continue_session=continue_session, fork=plan.fork)
+    level = plan.thinking or cli_level or settings.default_thinking_level or "medium"
     if chosen is not None:
         level = clamp_thinking_level(chosen, level)
     else:
         level = "off"
     all_tools = create_tools(cwd, shell_path=settings.shell_path, command_prefix=settings.shell_command_prefix,
-                             backends=backends)
+                             backends=plan.backends)
     built: list[AgentSession] = []
-    register_task_tool(all_tools, lambda: built[0], adir, backends)  # not active by default: --tools ...,task
+    register_task_tool(all_tools, lambda: built[0], adir, plan.backends)  # not active by default: --tools ...,task
     if tools is None:
         active = list(DEFAULT_TOOL_NAMES)
     else:
@@ -125,15 +224,39 @@ def create_agent_session(*, cwd: str | None = None, provider: str | None = None,
             raise SessionConfigError(f"Unknown tool(s): {', '.join(unknown)}. Available: {', '.join(all_tools)}")
         active = list(tools)
 
+    sess: AgentSession | None = None
+
     def prompt_for(active_tools: list[Any]) -> str:
-        return build_system_prompt(cwd, tools=[(t.name, t.description.split("\n", 1)[0]) for t in active_tools],
-                                   agent_dir=adir, custom_prompt=system_prompt, append=append_system_prompt,
-                                   context_files=context_files)
+        listed, guidelines = [], default_guidelines([t.name for t in active_tools])
+        for t in active_tools:
+            definition = getattr(t, "definition", None)  # an extension tool: listed by its prompt_snippet
+            if definition is None:
+                listed.append((t.name, t.description.split("\n", 1)[0]))
+            else:
+                if definition.prompt_snippet:
+                    listed.append((t.name, str(definition.prompt_snippet)))
+                guidelines += [str(g) for g in definition.prompt_guidelines]
+        skills = ""
+        if sess is not None and any(t.name == "read" for t in active_tools):
+            from pisces.core.skills import format_skills_for_prompt, session_skills
+
+            skills = format_skills_for_prompt(session_skills(sess))
+        return build_system_prompt(cwd, tools=listed, guidelines=guidelines, agent_dir=adir,
+                                   custom_prompt=plan.system_prompt, append=plan.append_system_prompt,
+                                   context_files=plan.context_files, skills=skills)
 
     sess = AgentSession(cwd=cwd, settings=settings, registry=registry, store=store, model=chosen,
                         thinking_level=level, tools=all_tools, active_tools=active, system_prompt_builder=prompt_for)
     sess.scope_patterns = scope
     built.append(sess)
+    sess.extension_options = plan.ext_options
+    sess.resources.update(skillPaths=list(plan.skill_paths or []), skills=not plan.no_skills,
+                          promptPaths=list(plan.prompt_template_paths or []),
+                          promptTemplates=not plan.no_prompt_templates)
+    if plan.loaded is not None:
+        from pisces.core.extensions.host import ExtensionHost
+
+        ExtensionHost(sess, plan.ext_options, plan.loaded)
     if _has_budget_settings(settings):  # otherwise nothing of pisces.core.budget is even imported
         from pisces.core.budget import attach_from_settings
 
@@ -152,25 +275,36 @@ def _has_budget_settings(settings: Settings) -> bool:
     return False
 
 
-def create_session_from_args(args: Any, **overrides: Any) -> AgentSession:
-    """A session from the CLI flags; ``overrides`` (``cwd``, ``session``, ``backends``, ...) win over them."""
+def _session_kwargs(args: Any) -> dict[str, Any]:
     tools: list[str] | None = None
     if getattr(args, "tools", None):
         tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     elif getattr(args, "no_tools", False) or getattr(args, "no_builtin_tools", False):
-        tools = []  # pisces has only built-in tools so far
+        tools = []  # no built-in tool; extension and host tools still come on when they register
     append = getattr(args, "append_system_prompt", None)
     if isinstance(append, list):  # repeatable: each is text or a file, joined as pi joins them
         from pisces.core.resources import resolve_prompt_input
 
         parts = [resolve_prompt_input(a) for a in append]
         append = "\n\n".join(p for p in parts if p) or None
-    options: dict[str, Any] = dict(
+    return dict(
         provider=args.provider, model=args.model, models=getattr(args, "models", None), api_key=args.api_key,
         thinking=args.thinking, no_session=args.no_session, session_dir=args.session_dir,
         session=getattr(args, "session", None), continue_session=getattr(args, "continue_session", False),
         tools=tools, system_prompt=getattr(args, "system_prompt", None),
         append_system_prompt=append, fork=getattr(args, "fork", None),
-        context_files=not getattr(args, "no_context_files", False), faux_script=getattr(args, "faux_script", None))
-    options.update(overrides)
-    return create_agent_session(**options)
+        context_files=not getattr(args, "no_context_files", False), faux_script=getattr(args, "faux_script", None),
+        extension_paths=getattr(args, "extensions", None), no_extensions=getattr(args, "no_extensions", False),
+        extension_flags=getattr(args, "extension_flags", None), skill_paths=getattr(args, "skills", None),
+        no_skills=getattr(args, "no_skills", False), prompt_template_paths=getattr(args, "prompt_templates", None),
+        no_prompt_templates=getattr(args, "no_prompt_templates", False))
+
+
+def create_session_from_args(args: Any, **overrides: Any) -> AgentSession:
+    """A session from the CLI flags; ``overrides`` (``cwd``, ``session``, ``backends``, ...) win over them."""
+    return create_agent_session(**{**_session_kwargs(args), **overrides})
+
+
+async def open_session_from_args(args: Any, **overrides: Any) -> AgentSession:
+    """``create_session_from_args`` for the modes, which run in an event loop (async register functions)."""
+    return await create_agent_session_async(**{**_session_kwargs(args), **overrides})

@@ -9,7 +9,6 @@ session_info_changed, session_changed, auto_retry_*, compaction_*, agent_settled
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any, Awaitable, Callable
 
 from pisces.agent.agent import Agent
@@ -18,12 +17,14 @@ from pisces.ai.models import clamp_thinking_level
 from pisces.ai.types import AssistantMessage, Model, StreamOptions, TextContent, UserMessage, now_ms
 from pisces.core import session_views as views
 from pisces.core.errors import SessionError
-from pisces.core.hooks import Hooks
+from pisces.core.hooks import NoHooks
 from pisces.core.prompt_templates import expand_prompt_template, list_prompt_commands
 from pisces.core.models_registry import UNKNOWN_MODEL, ModelRegistry, next_thinking_level
 from pisces.core.retry import RetryPolicy
+from pisces.core.session_switch import SessionSwitching
 from pisces.core.settings import Settings
-from pisces.core.store import SessionManager, convert_to_llm, entry_type, list_sessions
+from pisces.core.store import SessionManager, convert_to_llm, list_sessions
+from pisces.core.store.messages import CustomMessage
 from pisces.core.task.hooks import SubagentHooks
 
 Listener = Callable[[Any], None]
@@ -32,7 +33,7 @@ BUSY_ERROR = "Agent is already processing. Specify streamingBehavior ('steer' or
 DEFAULT_IDLE_TIMEOUT_MS = 300_000  # a provider silent this long ends the request as a (retryable) timeout
 
 
-class AgentSession:
+class AgentSession(SessionSwitching):
     def __init__(self, *, cwd: str, settings: Settings, registry: ModelRegistry, store: SessionManager,
                  model: Model | None, thinking_level: str, tools: dict[str, AgentTool], active_tools: list[str],
                  system_prompt_builder: Callable[[list[AgentTool]], str]) -> None:
@@ -42,7 +43,14 @@ class AgentSession:
         self.store = store
         self.all_tools = tools
         self._build_system_prompt = system_prompt_builder
-        self.hooks = Hooks()
+        self.hooks: Any = NoHooks()  # the extensions (pisces.core.extensions.host.ExtensionHost) when there are any
+        self.extension_options: dict[str, Any] = {}  # how to find them again (reload), set by the SDK
+        self._ui: Any = None  # the mode's SessionUI (see ``ui``), or built by ``ui_factory`` on first use
+        self.ui_factory: Callable[[], Any] | None = None
+        self.tool_groups: dict[str, dict[str, Any]] = {}  # extension and host tools (pisces.core.tool_groups)
+        # --skill/--prompt-template paths and those extensions add (resources_discover); --no-skills and friends
+        self.resources: dict[str, Any] = {"skillPaths": [], "promptPaths": [], "skills": True, "promptTemplates": True}
+        self._next_turn: list[Any] = []  # custom messages sent with the next prompt
         self.scope_patterns: list[str] | None = None  # --models, else settings enabledModels
         self._listeners: list[Listener] = []
         self._steering_texts: list[str] = []
@@ -67,7 +75,7 @@ class AgentSession:
             follow_up_mode=settings.follow_up_mode,
             interrupt_mode=settings.interrupt_mode,
         )
-        self.agent.system_prompt = self._lazy_system_prompt()
+        self._base_prompt = self.agent.system_prompt = self._lazy_system_prompt()
         self.agent.subscribe(self._on_agent_event)
         self._load_context(initial=True)
 
@@ -84,12 +92,31 @@ class AgentSession:
         if self.budget is not None:  # after the listeners: its own events follow the one that caused them
             self.budget.on_event(event)
 
+    @property
+    def ui(self) -> Any:
+        """The SessionUI (pisces.core.ui) the mode set; without one, ``NoUI`` (dialogs answer defaults)."""
+        if self._ui is None:
+            from pisces.core.ui import NoUI
+
+            self._ui = self.ui_factory() if self.ui_factory is not None else NoUI()
+        return self._ui
+
+    @ui.setter
+    def ui(self, value: Any) -> None:
+        self._ui = value
+
     def _on_agent_event(self, event: Any) -> None:
+        self.hooks.agent_event(event, self._deliver)  # extension handlers first, when there are any
+
+    def _deliver(self, event: Any) -> None:
         if isinstance(event, MessageStartEvent) and isinstance(event.message, UserMessage):
             self._dequeue_text(views.user_text(event.message))
         self.emit(event)
         if isinstance(event, MessageEndEvent):
             msg = event.message
+            if isinstance(msg, CustomMessage):
+                self.store.append_custom_message_entry(msg.customType, msg.content, msg.display, msg.details)
+                return
             self.store.append_message(msg)
             if isinstance(msg, AssistantMessage) and msg.stopReason != "error":
                 self._context_unknown = False
@@ -120,13 +147,30 @@ class AgentSession:
             self.budget.admit()
         return UserMessage(content=[TextContent(text=text), *(images or [])], timestamp=now_ms())
 
+    def _refuse_command(self, text: str) -> str:
+        """Extension commands cannot be queued (pi's text); otherwise the text with skills and templates expanded."""
+        name = self.hooks.command_name(text)
+        if name is not None:
+            raise SessionError(f'Extension command "/{name}" cannot be queued. Use prompt() or execute the command '
+                               "when not streaming.")
+        return self._expand(text)
+
+    def _expand(self, text: str) -> str:
+        if text.startswith("/skill:"):
+            from pisces.core.skills import expand_skill_command
+
+            text = expand_skill_command(self, text)
+        return expand_prompt_template(self.cwd, text, self.resources)
+
     def steer(self, text: str, images: list[Any] | None = None) -> None:
-        self.agent.steer(self._user_message(text := expand_prompt_template(self.cwd, text), images))
+        text = self._refuse_command(text)
+        self.agent.steer(self._user_message(text, images))
         self._steering_texts.append(text)
         self._emit_queue()
 
     def follow_up(self, text: str, images: list[Any] | None = None) -> None:
-        self.agent.follow_up(self._user_message(text := expand_prompt_template(self.cwd, text), images))
+        text = self._refuse_command(text)
+        self.agent.follow_up(self._user_message(text, images))
         self._follow_up_texts.append(text)
         self._emit_queue()
 
@@ -170,18 +214,31 @@ class AgentSession:
             raise SessionError(_no_key_error(model, self.registry))
 
     async def prompt(self, text: str, *, images: list[Any] | None = None, streaming_behavior: str | None = None,
-                     on_accepted: Callable[[], None] | None = None) -> None:
+                     on_accepted: Callable[[], None] | None = None, source: str = "rpc", expand: bool = True) -> None:
         """Preflight, then ``on_accepted()``, then the run (awaited to its very end, retries included).
-        While the agent is busy the message is queued per ``streaming_behavior``; without one it is refused,
-        except during compaction or a retry back-off, where it waits its turn instead of being dropped."""
+        An extension command (``/name args``) runs at once, even while streaming. While the agent is busy the
+        message is queued per ``streaming_behavior``; without one it is refused, except during compaction or a
+        retry back-off, where it waits its turn instead of being dropped."""
         if self.budget is not None:
             self.budget.admit()
         accepted = on_accepted or (lambda: None)
+        if expand and text.startswith("/") and await self.hooks.run_command(text):
+            accepted()
+            return
+        handled, text, images = await self.hooks.input(text, images, source)
+        if handled:
+            accepted()
+            return
+        if expand:
+            text = self._expand(text)
         between_turns = self._run_lock.locked() and not self.is_compacting  # e.g. a retry back-off
         if self.agent.is_streaming or (between_turns and streaming_behavior is not None):
             if streaming_behavior is None:
                 raise SessionError(BUSY_ERROR)
-            (self.follow_up if streaming_behavior == "followUp" else self.steer)(text, images)
+            queue = self.agent.follow_up if streaming_behavior == "followUp" else self.agent.steer
+            queue(self._user_message(text, images))
+            (self._follow_up_texts if streaming_behavior == "followUp" else self._steering_texts).append(text)
+            self._emit_queue()
             accepted()
             return
         self._check_model()
@@ -192,10 +249,32 @@ class AgentSession:
             await self._wait_compaction()
             self._flush_pending_bash()
             await self._before_prompt_compaction()
-            text = expand_prompt_template(self.cwd, text)
-            message = self._user_message(text, images)
+            messages = [self._user_message(text, images), *self._next_turn]
+            self._next_turn = []
+            extra, system_prompt = await self.hooks.before_agent_start(text, images, self._base_prompt)
+            messages.extend(extra)
+            self.agent.system_prompt = system_prompt if system_prompt is not None else self._base_prompt
             accepted()
-            await self._run(lambda: self.agent.prompt([message]))
+            await self._run(lambda: self.agent.prompt(messages))
+
+    async def send_custom_message(self, message: Any, *, trigger_turn: bool = False,
+                                  deliver_as: str | None = None) -> None:
+        """An extension's custom message: with the next prompt (``nextTurn``), queued while streaming, a run of
+        its own (``trigger_turn``), or just added to the session."""
+        if deliver_as == "nextTurn":
+            self._next_turn.append(message)
+        elif self.agent.is_streaming:
+            (self.agent.follow_up if deliver_as == "followUp" else self.agent.steer)(message)
+        elif trigger_turn:
+            self._check_model()
+            async with self._run_lock:
+                await self._run(lambda: self.agent.prompt([message]))
+        else:
+            self.agent.messages.append(message)
+            self.store.append_custom_message_entry(message.customType, message.content, message.display,
+                                                   message.details)
+            self.emit(MessageStartEvent(message=message))
+            self.emit(MessageEndEvent(message=message))
 
     async def _run(self, start: Callable[[], Awaitable[Any]]) -> None:
         """One user-visible run: the agent run, then retries and compaction as the outcome asks."""
@@ -209,6 +288,7 @@ class AgentSession:
                 break
             await self.agent.continue_()
         await self._after_run()
+        await self.hooks.drain()  # extension handlers of this run's events are done, their frames written
         self.emit({"type": "agent_settled"})
 
     async def _after_error(self, last: AssistantMessage) -> str | None:
@@ -259,6 +339,19 @@ class AgentSession:
 
         return get
 
+    def refresh_system_prompt(self) -> None:
+        """Build the system prompt again when next needed (tools, skills or context files changed)."""
+        self._base_prompt = self.agent.system_prompt = self._lazy_system_prompt()
+
+    async def reload_resources(self) -> None:
+        """Read settings, extensions, skills, prompt templates and context files again."""
+        from pisces.core.extensions.host import reload_extensions
+
+        self.settings.reload()
+        await reload_extensions(self)
+        self.refresh_system_prompt()
+        self._session_changed("reload")
+
     async def abort(self) -> None:
         """Stop everything in flight (retry wait, run, compaction) and return once idle."""
         self.retry.cancel()
@@ -292,8 +385,9 @@ class AgentSession:
         self.set_model(model)
         return model
 
-    def set_model(self, model: Model, thinking_level: str | None = None) -> None:
-        self.agent.model = model
+    def set_model(self, model: Model, thinking_level: str | None = None, source: str = "set") -> None:
+        previous, self.agent.model = self.agent.model, model
+        self.hooks.notify_soon({"type": "model_select", "model": model, "previousModel": previous, "source": source})
         self.store.append_model_change(model.provider, model.id)
         self.settings.set_default_model(model.provider, model.id)
         wanted = thinking_level or self.settings.default_thinking_level or "medium"
@@ -304,12 +398,14 @@ class AgentSession:
         if nxt is None:
             return None
         model, level, scoped = nxt
-        self.set_model(model, level)
+        self.set_model(model, level, source="cycle")
         return {"model": model, "thinkingLevel": self.agent.thinking_level, "isScoped": scoped}
 
     def _apply_thinking_level(self, level: str, persist: bool = True) -> None:
         if level == self.agent.thinking_level:
             return
+        self.hooks.notify_soon({"type": "thinking_level_select", "level": level,
+                                "previousLevel": self.agent.thinking_level})
         self.agent.thinking_level = level
         self.store.append_thinking_level_change(level)
         if persist and self.agent.model.reasoning:
@@ -403,7 +499,11 @@ class AgentSession:
         return views.fork_messages(self.store.get_entries())
 
     def commands(self) -> list[dict[str, Any]]:
-        return list_prompt_commands(self.cwd)
+        """Extension commands, then prompt templates, then skills (``skill:<name>``), as pi lists them."""
+        from pisces.core.skills import skill_commands
+
+        return [*self.hooks.commands(), *list_prompt_commands(self.cwd, self.resources),
+                *skill_commands(self)]
 
     def tools_info(self) -> dict[str, Any]:
         return {"activeToolNames": [t.name for t in self.agent.tools],
@@ -415,7 +515,7 @@ class AgentSession:
         if unknown:
             raise SessionError(f"Unknown tool(s): {', '.join(unknown)}. Available: {', '.join(self.all_tools)}")
         self.agent.tools = [self.all_tools[n] for n in names]
-        self.agent.system_prompt = self._lazy_system_prompt()
+        self.refresh_system_prompt()
         return [t.name for t in self.agent.tools]
 
     # ------------------------------------------------------------------------------------------
@@ -443,29 +543,6 @@ class AgentSession:
     # ------------------------------------------------------------------------------------------
     # New, switch, fork, clone, navigate
     # ------------------------------------------------------------------------------------------
-    def _load_context(self, initial: bool = False) -> None:
-        """Rebuild the agent's messages, model and thinking level from the store's current leaf."""
-        ctx = self.store.build_session_context()
-        self.agent.replace_messages(ctx.messages)
-        branch = self.store.get_branch()  # once: a walk over the whole path (20k entries: ~5 ms)
-        self._context_unknown = bool(ctx.messages) and views.ends_with_compaction(branch)
-        entries = self.store.get_entries()
-        if not entries:
-            model = self.agent.model
-            if model is not UNKNOWN_MODEL:
-                self.store.append_model_change(model.provider, model.id)
-                self.store.append_thinking_level_change(self.agent.thinking_level)
-            return
-        if ctx.model is not None:
-            restored = self.registry.find(ctx.model.provider, ctx.model.model_id)
-            if restored is not None and self.registry.has_auth(restored):
-                self.agent.model = restored
-        has_level = any(entry_type(e) == "thinking_level_change" for e in branch)
-        if has_level:
-            self.agent.thinking_level = clamp_thinking_level(self.agent.model, ctx.thinking_level)
-        else:
-            self.store.append_thinking_level_change(self.agent.thinking_level)
-
     def _identity(self, with_name: bool = True) -> dict[str, Any]:
         """sessionFile (absent in memory), sessionId, sessionName (when named): get_state's order."""
         ident: dict[str, Any] = {}
@@ -478,103 +555,8 @@ class AgentSession:
             ident["sessionName"] = name
         return ident
 
-    def _session_changed(self, reason: str) -> None:
-        self.emit({"type": "session_changed", "reason": reason, **self._identity(),
-                   "messageCount": len(self.agent.messages)})
-
-    async def _leave_current(self, hook: str, **details: Any) -> bool:
-        """Run the cancellable hook, then stop work in flight. Returns True when a hook cancelled."""
-        if await self.hooks.cancelled(hook, **details):
-            return True
-        await self.abort()
-        self.clear_queue_silently()
-        self._pending_bash.clear()
-        return False
-
-    def clear_queue_silently(self) -> None:
-        self.agent.clear_queues()
-        self._steering_texts.clear()
-        self._follow_up_texts.clear()
-
-    async def new_session(self, parent_session: str | None = None) -> bool:
-        if await self._leave_current("session_before_switch", reason="new"):
-            return True
-        self.store.new_session(parent_session=parent_session)
-        self._load_context()
-        self._session_changed("new")
-        return False
-
-    async def switch_session(self, path: str) -> bool:
-        target = os.path.abspath(os.path.expanduser(path))
-        loaded = self.store.load_target(target)  # a path that must not be the session file: refused, nothing left
-        if await self._leave_current("session_before_switch", reason="resume", targetSessionFile=path):
-            return True
-        self.store.set_session_file(target, loaded)
-        self._load_context()
-        self._session_changed("switch")
-        return False
-
-    async def fork(self, entry_id: str) -> dict[str, Any]:
-        entry = self.store.get_entry(entry_id) if entry_id else None
-        if entry is None or entry_type(entry) != "message" or not isinstance(entry.message, UserMessage):
-            raise SessionError("Invalid entry ID for forking")
-        if await self._leave_current("session_before_fork", entryId=entry_id):
-            return {"cancelled": True}
-        text = views.user_text(entry.message)
-        if entry.parentId is None:
-            self.store.new_session(parent_session=self.store.get_session_file())
-        else:
-            path = self.store.create_branched_session(entry.parentId)
-            if path and not self.store.is_on_disk():
-                # pi opens the forked file by its path; a path with no reply is not written yet, so what it
-                # opens is a fresh session bound to that path (new id, the branch's settings entries gone)
-                self.store.set_session_file(path)
-        self._load_context()
-        self._session_changed("fork")
-        return {"text": text, "cancelled": False}
-
-    async def clone(self) -> bool:
-        leaf = self.store.get_leaf_id()
-        if leaf is None:
-            raise SessionError("Cannot clone session: no current entry selected")
-        if self.store.is_persisted() and not self.store.is_on_disk():
-            raise SessionError(f"Entry {leaf} not found")  # pi clones from the file, which is not written yet
-        if await self._leave_current("session_before_fork", entryId=leaf):
-            return True
-        self.store.create_branched_session(leaf)
-        self._load_context()
-        self._session_changed("fork")
-        return False
-
-    async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
-                            replace_instructions: bool = False, label: str | None = None) -> dict[str, Any]:
-        entry = self.store.get_entry(target_id)
-        if entry is None:
-            raise SessionError(f"Entry {target_id} not found")
-        if await self._leave_current("session_before_tree", targetId=target_id):
-            return {"cancelled": True}
-        result: dict[str, Any] = {"cancelled": False}
-        if summarize:
-            await self.compactor.summarize_branch(target_id, custom_instructions, replace_instructions)
-        is_user = entry_type(entry) == "message" and isinstance(entry.message, UserMessage)
-        if is_user:  # as in pi's tree view: land before the user message and hand its text back
-            result["editorText"] = views.user_text(entry.message)
-            if summarize:
-                pass  # summarize_branch already moved the leaf (onto the summary it wrote)
-            elif entry.parentId is None:
-                self.store.reset_leaf()
-            else:
-                self.store.branch(entry.parentId)
-        elif not summarize:
-            self.store.branch(target_id)
-        if label:
-            self.store.append_label_change(target_id, label)
-        self._load_context()
-        self._session_changed("tree")
-        return result
-
     # ------------------------------------------------------------------------------------------
-    # RPC bash, export, extension UI
+    # RPC bash, export
     # ------------------------------------------------------------------------------------------
     async def run_bash(self, command: str) -> Any:
         from pisces.core.rpc_bash import run_rpc_bash
@@ -607,11 +589,11 @@ class AgentSession:
 
         return {"path": export_session(self, output_path)}
 
-    def resolve_ui_response(self, frame: dict[str, Any]) -> None:
-        """Answers to extension UI requests. No extension UI request is open in pisces yet, so every id is
-        unknown, and unknown ids are ignored, as pi does."""
-
     async def shutdown(self) -> None:
+        try:
+            await asyncio.wait_for(self.hooks.shutdown("quit"), timeout=0.5)
+        except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - exiting regardless
+            pass
         self.retry.cancel()
         if self.bash_runner is not None:
             self.bash_runner.abort()

@@ -38,17 +38,17 @@ def collect_prompts(messages: list[str]) -> list[str]:
 
 
 async def _run(args: Any, json_events: bool) -> int:
-    from pisces.core.sdk import SessionConfigError, create_session_from_args
+    from pisces.core.sdk import SessionConfigError, open_session_from_args
 
     prompts = collect_prompts(args.messages)
     if not prompts:
         sys.stderr.write("pisces: no prompt given: pass it as an argument or pipe it on stdin\n")
         return 2
     try:
-        session = create_session_from_args(args)
+        session = await open_session_from_args(args)
     except SessionConfigError as exc:
         sys.stderr.write(f"pisces: {exc}\n")
-        return 1
+        return exc.exit_code
     writer = FrameWriter.take_stdout() if json_events else None
     if writer is not None:
         writer.profile = getattr(args, "stream_profile", None) or writer.profile
@@ -57,9 +57,10 @@ async def _run(args: Any, json_events: bool) -> int:
     session.subscribe(_report_progress)
     last_error: str | None = None
     try:
+        await session.hooks.start("startup")  # extensions: no UI here, dialogs answer their defaults at once
         for text in prompts:
             try:
-                await session.prompt(text)
+                await session.prompt(text, source="interactive")
             except Exception as exc:  # noqa: BLE001 - preflight failures are user errors
                 sys.stderr.write(f"pisces: {exc}\n")
                 return 1

@@ -27,6 +27,15 @@ from pisces.ai.types import (
 )
 
 
+async def payload_hook(options: StreamOptions, payload: Any) -> Any:
+    """The request payload after ``options.onPayload`` (before_provider_request) saw it."""
+    hook = options.onPayload
+    if hook is None:
+        return payload
+    out = await hook(payload)
+    return payload if out is None else out
+
+
 def new_output(model: Model) -> AssistantMessage:
     """The empty assistant message a stream starts from (zero usage, stopReason ``stop``)."""
     return AssistantMessage(

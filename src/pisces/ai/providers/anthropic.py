@@ -31,6 +31,7 @@ from pisces.ai.providers._shared import (
     new_output,
     normalize_tool_call_id,
     parse_partial_json,
+    payload_hook,
     resolve_api_key,
     sanitize,
     transform_messages,
@@ -449,7 +450,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
     try:
         sdk = import_sdk("anthropic")
 
-        params = build_params(model, context, options)
+        params = await payload_hook(options, build_params(model, context, options))
         client = _client(sdk, model, api_key, options)
         # Only the core arguments go through the SDK's signature (which changes between SDK versions:
         # 2.x dropped ``temperature``); the rest is sent as-is in the body.

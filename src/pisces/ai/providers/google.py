@@ -19,7 +19,7 @@ from typing import Any, AsyncIterator
 
 from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import import_sdk
-from pisces.ai.providers._shared import finish_usage, format_http_error, new_output
+from pisces.ai.providers._shared import finish_usage, format_http_error, new_output, payload_hook
 from pisces.ai.providers._shared import (
     cached_client,
     describe_transport_error,
@@ -410,8 +410,10 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
         errors, types = import_sdk("google.genai.errors"), import_sdk("google.genai.types")
 
         client = _client(genai, types, model, api_key, options)
+        payload = await payload_hook(options, {"model": model.id, "contents": convert_contents(model, context),
+                                               "config": build_config(model, context, options)})
         chunks = await client.aio.models.generate_content_stream(
-            model=model.id, contents=convert_contents(model, context), config=build_config(model, context, options))
+            model=payload["model"], contents=payload["contents"], config=payload["config"])
         parser = _Parser(model, out)
         async for chunk in chunks:
             for item in parser.feed(chunk):

@@ -30,6 +30,7 @@ from pisces.ai.providers._shared import (  # noqa: F401  (sanitize, transform_me
     missing_key_message,
     new_output,
     parse_partial_json,
+    payload_hook,
     resolve_api_key,
     sanitize,
     transform_messages,
@@ -416,7 +417,8 @@ def _apply_usage(model: Model, out: AssistantMessage, raw: dict[str, Any]) -> No
 async def stream(model: Model, context: Context, options: StreamOptions) -> AsyncIterator[Any]:
     out = new_output(model)
     try:
-        response = await open_stream(model, options, "/chat/completions", build_body(model, context, options))
+        body = await payload_hook(options, build_body(model, context, options))
+        response = await open_stream(model, options, "/chat/completions", body)
     except Exception as exc:  # noqa: BLE001 - every failure becomes the error event
         yield StartEvent(partial=out)
         yield fail(out, describe_error(exc, model.baseUrl))

@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any, AsyncIterator
 
-from pisces.ai.providers._shared import finish_usage, new_output
+from pisces.ai.providers._shared import finish_usage, new_output, payload_hook
 from pisces.ai.providers.openai_completions import (
     ArgsBuffer,
     close_response,
@@ -243,7 +243,8 @@ def _failure_message(response: dict[str, Any]) -> str:
 async def stream(model: Model, context: Context, options: StreamOptions) -> AsyncIterator[Any]:
     out = new_output(model)
     try:
-        response = await open_stream(model, options, "/responses", build_body(model, context, options))
+        body = await payload_hook(options, build_body(model, context, options))
+        response = await open_stream(model, options, "/responses", body)
     except Exception as exc:  # noqa: BLE001 - every failure becomes the error event
         yield StartEvent(partial=out)
         yield fail(out, describe_error(exc, model.baseUrl))

@@ -144,18 +144,51 @@ class Compactor:
         """Plan, summarise, store, reload. None when there is nothing to compact."""
         session = self.session
         settings = session.settings
-        prep = prepare_compaction(session.store.get_branch(), settings.compaction_keep_recent_tokens)
+        branch = session.store.get_branch()
+        prep = prepare_compaction(branch, settings.compaction_keep_recent_tokens)
         if prep is None:
             return None
-        result = await run_compaction(prep, self._summarizer(signal), settings.compaction_reserve_tokens,
-                                      custom_instructions)
+        result = await self._from_extensions(prep, branch, custom_instructions, signal)
+        from_extension = result is not None
+        if result is None:
+            result = await run_compaction(prep, self._summarizer(signal), settings.compaction_reserve_tokens,
+                                          custom_instructions)
         if signal.aborted:
             raise CompactionCancelled()
-        session.store.append_compaction(result.summary, result.first_kept_entry_id, result.tokens_before,
-                                        result.details, from_hook=False)
+        entry_id = session.store.append_compaction(result.summary, result.first_kept_entry_id,
+                                                   result.tokens_before, result.details, from_hook=from_extension)
+        await session.hooks.notify({"type": "session_compact", "fromExtension": from_extension,
+                                    "compactionEntry": session.store.get_entry(entry_id)})
         session.agent.replace_messages(session.store.build_session_context().messages)
         session._context_unknown = True  # no usage describes the new context until the next reply
         return result
+
+    async def _from_extensions(self, prep: Any, branch: list[Any], custom_instructions: str | None,
+                               signal: AbortSignal) -> CompactionResult | None:
+        """session_before_compact: an extension may cancel (CompactionCancelled) or supply the compaction."""
+        if not self.session.hooks.active:
+            return None
+        preparation = {"firstKeptEntryId": prep.first_kept_entry_id,
+                       "messagesToSummarize": prep.messages_to_summarize,
+                       "turnPrefixMessages": prep.turn_prefix_messages, "isSplitTurn": prep.is_split_turn,
+                       "tokensBefore": prep.tokens_before, "previousSummary": prep.previous_summary}
+        decision = await self.session.hooks.before("session_before_compact", {
+            "preparation": preparation, "branchEntries": branch, "customInstructions": custom_instructions,
+            "signal": signal})
+        get = (lambda k: decision.get(k)) if isinstance(decision, dict) else (lambda k: getattr(decision, k, None))
+        if get("cancel"):
+            raise CompactionCancelled()
+        custom = get("compaction")
+        if not custom:
+            return None
+        field = (lambda k: custom.get(k)) if isinstance(custom, dict) else (lambda k: getattr(custom, k, None))
+        summary = field("summary")
+        if not isinstance(summary, str) or not summary:
+            return None
+        return CompactionResult(summary=summary,
+                                first_kept_entry_id=field("firstKeptEntryId") or prep.first_kept_entry_id,
+                                tokens_before=field("tokensBefore") or prep.tokens_before, read_files=[],
+                                modified_files=[])
 
     # ------------------------------------------------------------------------------------------
     # Manual

@@ -169,6 +169,7 @@ class PiscesAgent:
                 session = await asyncio.to_thread(build)
             except SessionConfigError as exc:
                 raise RequestError(-32603, str(exc)) from None
+        await session.hooks.start("startup")  # extensions' session_start (nothing when there are none)
         acp_session = AcpSession(session, self._conn, binding)
         self._sessions[acp_session.id] = acp_session
         return acp_session

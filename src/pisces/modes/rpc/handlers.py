@@ -396,6 +396,23 @@ def h_set_budget(server: Any, cmd: dict) -> Any:
         raise RpcError(f"Invalid budget: {exc}") from None
 
 
+async def _reload(server: Any) -> Any:
+    await server.session.reload_resources()
+    return {"commands": server.session.commands()}
+
+
+def h_reload_resources(server: Any, cmd: dict) -> Any:
+    return _reload(server)
+
+
+def h_set_host_tools(server: Any, cmd: dict) -> Any:
+    try:
+        names = server.host_tool_bridge().set_tools(server.session, cmd.get("tools"))
+    except ValueError as exc:
+        raise RpcError(str(exc)) from None
+    return {"toolNames": names}
+
+
 def h_clear_queue(server: Any, cmd: dict) -> Any:
     steering, follow_up = server.session.clear_queue()
     return {"steering": steering, "followUp": follow_up}
@@ -448,4 +465,6 @@ COMMANDS: dict[str, Callable[[Any, dict], Any]] = {
     "get_entries": h_get_entries,
     "get_available_thinking_levels": h_get_available_thinking_levels,
     "set_budget": h_set_budget,
+    "reload_resources": h_reload_resources,
+    "set_host_tools": h_set_host_tools,
 }

@@ -12,14 +12,14 @@ from pisces.modes.rpc.output import FrameWriter
 
 
 async def _serve(args: Any, writer: FrameWriter) -> int:
-    from pisces.core.sdk import SessionConfigError, create_session_from_args
+    from pisces.core.sdk import SessionConfigError, open_session_from_args
     from pisces.modes.rpc.server import RpcServer
 
     try:
-        session = create_session_from_args(args)
+        session = await open_session_from_args(args)
     except SessionConfigError as exc:
         sys.stderr.write(f"pisces: {exc}\n")
-        return 1
+        return exc.exit_code
     writer.profile = getattr(args, "stream_profile", None) or writer.profile
     server = RpcServer(session, writer)
     # Start-up is over (the CLI paused the collector for it): what it built lives as long as the process,

@@ -58,6 +58,10 @@ def _js_int(text: str) -> int | float:
         return float(text)
 
 
+# Frames that answer a request of ours: routed at once, never queued, never answered.
+ANSWER_TYPES = ("extension_ui_response", "hook_ui_response", "host_tool_result", "host_tool_update")
+
+
 class RpcServer:
     def __init__(self, session: Any, writer: FrameWriter) -> None:
         self.session = session
@@ -66,13 +70,64 @@ class RpcServer:
         self._warmed_api: str | None = None  # the model API whose SDK the warm-up last prepared
         self._warm_timer: asyncio.TimerHandle | None = None
         self._warm_first_asked = 0.0
+        self._ui: Any = None  # the RemoteUI, made when the session first asks for its UI
+        self.host_tools: Any = None  # the HostToolBridge, made by the first set_host_tools
+        self._lines: asyncio.Queue | None = None
+        self._shutdown_requested = False
         session.subscribe(self._emit)
+        session.ui_factory = self._make_ui
+        # an extension's ctx.shutdown() ends the process once the current command is answered; a replaced
+        # session's session_start reaches handlers twice, as in pi's RPC mode
+        session.extension_options.update(shutdown_handler=self._request_shutdown, rebinds_on_replace=True)
+
+    def _make_ui(self) -> Any:
+        from pisces.modes.ui_requests import DEFAULT_DIALOG_TIMEOUT_MS, RemoteUI
+
+        self._ui = RemoteUI(self._send, default_timeout_ms=_setting_ms(self.session, "ui.dialogTimeoutMs",
+                                                                       DEFAULT_DIALOG_TIMEOUT_MS))
+        return self._ui
+
+    def host_tool_bridge(self) -> Any:
+        if self.host_tools is None:
+            from pisces.modes.host_tools import DEFAULT_TIMEOUT_MS, HostToolBridge
+            from pisces.modes.ui_requests import PendingRequests
+
+            self.host_tools = HostToolBridge(self._send, PendingRequests(),
+                                             _setting_ms(self.session, "hostTools.timeoutMs", DEFAULT_TIMEOUT_MS))
+        return self.host_tools
+
+    def _send(self, frame: dict[str, Any]) -> None:
+        """A request of ours (extension UI, host tool call): written like any frame."""
+        self.out.write(frame)
+
+    def _route_answer(self, ctype: str, frame: dict[str, Any]) -> None:
+        """Answers to our requests. An unknown id is ignored, and nothing is ever written back."""
+        if ctype in ("extension_ui_response", "hook_ui_response"):
+            if self._ui is not None:
+                self._ui.answer(frame)
+        elif self.host_tools is not None:
+            pending = self.host_tools.pending
+            if ctype == "host_tool_result":
+                pending.answer(frame.get("id"), frame)
+            else:
+                pending.update(frame.get("id"), frame)
+
+    def _request_shutdown(self) -> None:
+        self._shutdown_requested = True
+        if not self.session.is_busy:
+            self._stop_soon()
+
+    def _stop_soon(self) -> None:
+        if self._lines is not None:
+            asyncio.get_running_loop().call_soon(self._lines.put_nowait, None)
 
     def _emit(self, event: Any) -> None:
         try:
             self.out.write(event)
         except Exception as exc:  # noqa: BLE001 - a frame that cannot be encoded must not stop the run
             sys.stderr.write(f"pisces: a {_event_type(event)} event could not be sent: {_message(exc)}\n")
+        if self._shutdown_requested and isinstance(event, dict) and event.get("type") == "agent_settled":
+            self._stop_soon()
 
     # -- responses ----------------------------------------------------------------------------
     def respond(self, req_id: Any, command: Any, data: Any = NO_DATA, error: str | None = None) -> None:
@@ -95,11 +150,15 @@ class RpcServer:
             if error is not None:
                 raise
             self.respond(req_id, command, error=f"The response could not be encoded: {_message(exc)}")
+        if self._shutdown_requested:
+            self._stop_soon()
 
     # -- dispatch -----------------------------------------------------------------------------
     def handle_line(self, raw: bytes) -> bool:
         """Answer one line. Returns True when it started an asynchronous command."""
-        cmd, parse_error = parse_line(raw)
+        return self.dispatch(*parse_line(raw))
+
+    def dispatch(self, cmd: Any, parse_error: str | None) -> bool:
         if parse_error is not None:
             self.respond(None, "parse", error=parse_error)
             return False
@@ -108,8 +167,8 @@ class RpcServer:
         if ctype is None or not isinstance(ctype, str):
             self.respond(req_id, None if ctype is None else ctype, error=f"Unknown command: {_js_str(ctype)}")
             return False
-        if ctype == "extension_ui_response":
-            self.session.resolve_ui_response(cmd)  # unknown ids are ignored, and nothing is written
+        if ctype in ANSWER_TYPES:
+            self._route_answer(ctype, cmd)
             return False
         name = canonical_command(ctype)
         handler = COMMANDS.get(name) if name else None
@@ -169,6 +228,7 @@ class RpcServer:
                 except RuntimeError:  # the loop is already closed
                     pass
 
+        self._lines = lines
         threading.Thread(target=reader, name="rpc-stdin", daemon=True).start()
         if ready:
             self.out.write({"type": "ready"})
@@ -178,11 +238,33 @@ class RpcServer:
 
             self._emit(project_trust_event(settings.cwd, settings.project_path, settings.ignored_project_settings))
         self._schedule_warm_up(loop)
+        held: list[tuple[Any, str | None]] | None = None
+        start: asyncio.Future | None = None
+        if self.session.hooks.active:  # extensions start first; meanwhile commands wait, answers do not
+            held = []
+            start = asyncio.ensure_future(self.session.hooks.start("startup"))
+            start.add_done_callback(lambda t: (_report_failure(t, "extension start-up"), lines.put_nowait(_STARTED)))
         while True:
             line = await lines.get()
             if line is None:
+                if held:  # stdin ended during start-up: nobody can answer a dialog now; then the held commands
+                    if self._ui is not None:
+                        self._ui.close()
+                    await asyncio.wait([start], timeout=5)  # type: ignore[list-item]
+                    for item in held:
+                        self.dispatch(*item)
                 break
-            if self.handle_line(line):
+            if line is _STARTED:
+                pending, held = held or [], None
+                for item in pending:
+                    if self.dispatch(*item):
+                        await asyncio.sleep(0)
+                continue
+            parsed = parse_line(line)
+            if held is not None and not _is_answer(parsed[0]):
+                held.append(parsed)
+                continue
+            if self.dispatch(*parsed):
                 # Let the command just started run up to its first real wait, so that a quick async command
                 # (switch_session, new_session, fork) is done before the next line is read, as in pi.
                 await asyncio.sleep(0)
@@ -225,13 +307,37 @@ class RpcServer:
         return getattr(self.session.model, "api", None) or ""
 
     async def shutdown(self) -> None:
-        """stdin closed: stop work in flight, flush the session, and let the process exit."""
+        """stdin closed (or an extension asked): end open dialogs and host tool calls, stop work in flight,
+        flush the session, and let the process exit."""
+        if self._ui is not None:
+            self._ui.close()
+        if self.host_tools is not None:
+            self.host_tools.pending.close()
         try:
             await asyncio.wait_for(self.session.shutdown(), timeout=0.8)
         except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - exiting regardless
             pass
         for task in list(self.tasks):
             task.cancel()
+
+
+_STARTED: Any = b"\x00started"  # queued when the extensions' start-up is over (never equal to a read line)
+
+
+def _report_failure(task: asyncio.Task, what: str) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        sys.stderr.write(f"pisces: {what} failed: {_message(task.exception())}\n")
+
+
+def _is_answer(cmd: Any) -> bool:
+    return isinstance(cmd, dict) and cmd.get("type") in ANSWER_TYPES
+
+
+def _setting_ms(session: Any, key: str, default: int) -> int:
+    value = session.settings.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return int(value)
+    return default
 
 
 def _js_str(value: Any) -> str:

@@ -1,0 +1,284 @@
+"""ExtensionRunner: delivers events to the handlers of the loaded extensions, with pi's combination rules.
+
+Handlers run one after another in load order (extensions in load order, each one's handlers in the order it
+registered them). What their results mean depends on the event:
+
+- ``session_before_*``: the first ``{"cancel": True}`` stops the loop and is the result; otherwise the last
+  result returned;
+- ``tool_call``: the first ``{"block": True}`` stops the loop; ``event.input`` may be changed in place;
+- ``tool_result``: a chain; each handler sees the event as patched so far (``content``, ``details``, ``isError``);
+- ``input``: transforms chain; the first ``{"action": "handled"}`` stops;
+- ``before_agent_start``: every ``message`` is collected, ``systemPrompt`` chains;
+- ``context``: ``messages`` chain; ``before_provider_request``: any value other than None replaces the payload;
+- ``user_bash``: the first result wins; ``resources_discover``: the paths of all handlers;
+- everything else: notification only.
+
+A handler that raises is reported (``extension_error``) and the loop goes on, except for ``tool_call``, where
+the call is also blocked (fail closed).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from pisces.core.extensions.api import CommandDefinition, Event, Extension, Runtime, ToolDefinition, pick
+
+ErrorListener = Callable[[dict[str, Any]], None]
+
+SESSION_BEFORE = {"session_before_switch", "session_before_fork", "session_before_compact", "session_before_tree"}
+# older names of the same events (seed 003 / oh-my-pi), delivered to handlers registered under them too
+ALIASES = {"session_before_fork": ("session_before_branch",)}
+
+
+def error_text(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+class ExtensionRunner:
+    def __init__(self, extensions: list[Extension], runtime: Runtime,
+                 make_context: Callable[[], Any] | None = None) -> None:
+        self.extensions = extensions
+        self.runtime = runtime
+        self.make_context = make_context or (lambda: None)
+        self.error_listeners: list[ErrorListener] = []
+
+    # -- errors -------------------------------------------------------------------------------------
+    def emit_error(self, extension_path: str, event: str, error: Any, kind: str = "extension") -> None:
+        report = {"extensionPath": extension_path, "event": event,
+                  "error": error_text(error) if isinstance(error, BaseException) else str(error), "kind": kind}
+        for listener in list(self.error_listeners):
+            try:
+                listener(report)
+            except Exception:  # noqa: BLE001 - a broken listener must not hide the error
+                pass
+
+    # -- queries ------------------------------------------------------------------------------------
+    def has_handlers(self, event_type: str) -> bool:
+        names = (event_type, *ALIASES.get(event_type, ()))
+        return any(ext.handlers.get(n) for ext in self.extensions for n in names)
+
+    def _handlers(self, event_type: str) -> list[tuple[Extension, Callable[..., Any], int, str]]:
+        out = []
+        for ext in self.extensions:
+            for name in (event_type, *ALIASES.get(event_type, ())):
+                for fn, nargs in ext.handlers.get(name, ()):
+                    out.append((ext, fn, nargs, name))
+        return out
+
+    def tools(self) -> list[ToolDefinition]:
+        """Registered tools, the first registration of each name winning."""
+        seen: dict[str, ToolDefinition] = {}
+        for ext in self.extensions:
+            for tool in ext.tools.values():
+                seen.setdefault(tool.name, tool)
+        return list(seen.values())
+
+    def flags(self) -> dict[str, dict[str, Any]]:
+        seen: dict[str, dict[str, Any]] = {}
+        for ext in self.extensions:
+            for name, flag in ext.flags.items():
+                seen.setdefault(name, flag)
+        return seen
+
+    def commands(self) -> list[tuple[str, CommandDefinition]]:
+        """(invocation name, command) in load order; a name registered twice becomes ``name:1``, ``name:2``."""
+        all_cmds = [c for ext in self.extensions for c in ext.commands.values()]
+        counts: dict[str, int] = {}
+        for c in all_cmds:
+            counts[c.name] = counts.get(c.name, 0) + 1
+        seen: dict[str, int] = {}
+        taken: set[str] = set()
+        out = []
+        for c in all_cmds:
+            seen[c.name] = seen.get(c.name, 0) + 1
+            name = c.name if counts[c.name] == 1 else f"{c.name}:{seen[c.name]}"
+            suffix = seen[c.name]
+            while name in taken:
+                suffix += 1
+                name = f"{c.name}:{suffix}"
+            taken.add(name)
+            out.append((name, c))
+        return out
+
+    def command(self, name: str) -> CommandDefinition | None:
+        return next((c for n, c in self.commands() if n == name), None)
+
+    # -- delivery -----------------------------------------------------------------------------------
+    async def _call(self, fn: Callable[..., Any], nargs: int, event: Any, ctx: Any) -> Any:
+        result = fn(event, ctx) if nargs >= 2 else fn(event) if nargs == 1 else fn()
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def _event(self, name: str, event: dict[str, Any]) -> Event:
+        ev = Event(event)
+        if ev.get("type") != name:
+            ev["type"] = name
+        return ev
+
+    async def emit(self, event: dict[str, Any]) -> Any:
+        """Notification events, and the cancellable ``session_before_*`` ones (their combined result)."""
+        event_type = event["type"]
+        cancellable = event_type in SESSION_BEFORE
+        result = None
+        handlers = self._handlers(event_type)
+        if not handlers:
+            return None
+        ctx = self.make_context()
+        for ext, fn, nargs, name in handlers:
+            try:
+                out = await self._call(fn, nargs, self._event(name, event), ctx)
+            except Exception as exc:  # noqa: BLE001 - reported, and the others still run
+                self.emit_error(ext.path, event_type, exc, ext.kind)
+                continue
+            if cancellable and out:
+                result = out
+                if pick(out, "cancel"):
+                    return out
+        return result
+
+    async def emit_tool_call(self, event: dict[str, Any]) -> Any:
+        """First ``block`` wins. A handler that raises blocks the call and is reported."""
+        result = None
+        ctx = self.make_context()
+        ev = self._event("tool_call", event)
+        for ext, fn, nargs, _name in self._handlers("tool_call"):
+            try:
+                out = await self._call(fn, nargs, ev, ctx)
+            except Exception as exc:  # noqa: BLE001 - fail closed
+                self.emit_error(ext.path, "tool_call", exc, ext.kind)
+                return {"block": True, "reason": f"Extension {ext.path} failed: {error_text(exc)}"}
+            if out:
+                result = out
+                if pick(out, "block"):
+                    return out
+        return result
+
+    async def emit_tool_result(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """A middleware chain of partial patches; None when nothing changed."""
+        current = self._event("tool_result", event)
+        changed = False
+        ctx = self.make_context()
+        for ext, fn, nargs, _name in self._handlers("tool_result"):
+            try:
+                out = await self._call(fn, nargs, current, ctx)
+            except Exception as exc:  # noqa: BLE001
+                self.emit_error(ext.path, "tool_result", exc, ext.kind)
+                continue
+            if not out:
+                continue
+            for key, names in (("content", ("content",)), ("details", ("details",)),
+                               ("isError", ("isError", "is_error"))):
+                value = pick(out, *names)
+                if value is not None:
+                    if key == "content":
+                        from pisces.core.extensions.tools import to_content
+
+                        value = to_content(value)  # later handlers see content blocks, whatever was returned
+                    current = Event(current)
+                    current[key] = value
+                    changed = True
+        if not changed:
+            return None
+        return {"content": current["content"], "details": current.get("details"), "isError": current["isError"]}
+
+    async def emit_input(self, text: str, images: Any, source: str) -> tuple[str, str, Any]:
+        """("continue" | "transform" | "handled", text, images)."""
+        current_text, current_images = text, images
+        ctx = self.make_context()
+        for ext, fn, nargs, _name in self._handlers("input"):
+            try:
+                event = {"type": "input", "text": current_text, "images": current_images, "source": source}
+                out = await self._call(fn, nargs, Event(event), ctx)
+            except Exception as exc:  # noqa: BLE001
+                self.emit_error(ext.path, "input", exc, ext.kind)
+                continue
+            action = pick(out, "action")
+            if action == "handled":
+                return "handled", current_text, current_images
+            if action == "transform":
+                new_text = pick(out, "text")
+                if isinstance(new_text, str):
+                    current_text = new_text
+                new_images = pick(out, "images")
+                if new_images is not None:
+                    current_images = new_images
+        changed = current_text != text or current_images is not images
+        return ("transform" if changed else "continue"), current_text, current_images
+
+    async def emit_before_agent_start(self, prompt: str, images: Any, system_prompt: str,
+                                      make_context: Callable[[Callable[[], str]], Any]
+                                      ) -> tuple[list[Any], str | None]:
+        """(messages to inject, the chained system prompt or None when no handler changed it)."""
+        messages: list[Any] = []
+        current = system_prompt
+        modified = False
+        ctx = make_context(lambda: current)
+        for ext, fn, nargs, _name in self._handlers("before_agent_start"):
+            try:
+                event = {"type": "before_agent_start", "prompt": prompt, "images": images, "systemPrompt": current}
+                out = await self._call(fn, nargs, Event(event), ctx)
+            except Exception as exc:  # noqa: BLE001
+                self.emit_error(ext.path, "before_agent_start", exc, ext.kind)
+                continue
+            message = pick(out, "message")
+            if message:
+                messages.append(message)
+            prompt_out = pick(out, "systemPrompt", "system_prompt")
+            if isinstance(prompt_out, str):
+                current = prompt_out
+                modified = True
+        return messages, (current if modified else None)
+
+    async def _chain(self, event_type: str, key: str, value: Any, replace_whole: bool) -> Any:
+        ctx = self.make_context()
+        for ext, fn, nargs, _name in self._handlers(event_type):
+            try:
+                out = await self._call(fn, nargs, Event({"type": event_type, key: value}), ctx)
+            except Exception as exc:  # noqa: BLE001
+                self.emit_error(ext.path, event_type, exc, ext.kind)
+                continue
+            if replace_whole:
+                if out is not None:
+                    value = out
+            else:
+                new = pick(out, key)
+                if new is not None:
+                    value = new
+        return value
+
+    async def emit_context(self, messages: list[Any]) -> list[Any]:
+        return await self._chain("context", "messages", list(messages), replace_whole=False)
+
+    async def emit_before_provider_request(self, payload: Any) -> Any:
+        return await self._chain("before_provider_request", "payload", payload, replace_whole=True)
+
+    async def emit_user_bash(self, event: dict[str, Any]) -> Any:
+        ctx = self.make_context()
+        for ext, fn, nargs, _name in self._handlers("user_bash"):
+            try:
+                out = await self._call(fn, nargs, Event(event), ctx)
+            except Exception as exc:  # noqa: BLE001
+                self.emit_error(ext.path, "user_bash", exc, ext.kind)
+                continue
+            if out:
+                return out
+        return None
+
+    async def emit_resources_discover(self, cwd: str, reason: str) -> dict[str, list[tuple[str, str]]]:
+        found: dict[str, list[tuple[str, str]]] = {"skillPaths": [], "promptPaths": [], "themePaths": []}
+        ctx = self.make_context()
+        for ext, fn, nargs, _name in self._handlers("resources_discover"):
+            try:
+                out = await self._call(fn, nargs, Event({"type": "resources_discover", "cwd": cwd,
+                                                         "reason": reason}), ctx)
+            except Exception as exc:  # noqa: BLE001
+                self.emit_error(ext.path, "resources_discover", exc, ext.kind)
+                continue
+            for key, snake in (("skillPaths", "skill_paths"), ("promptPaths", "prompt_paths"),
+                               ("themePaths", "theme_paths")):
+                for path in pick(out, key, snake) or []:
+                    if isinstance(path, str):
+                        found[key].append((path, ext.path))
+        return found
