@@ -66,7 +66,8 @@ async def test_skill_commands_expansion_and_system_prompt(tmp_path, faux, monkey
     cmds = [c for c in session.commands() if c["source"] == "skill"]
     assert cmds == [{"name": "skill:deploy", "description": "Deploys the app", "source": "skill",
                      "sourceInfo": {"path": str(path), "source": "local", "scope": "project",
-                                    "origin": "top-level", "baseDir": os.path.dirname(path)}}]
+                                    "origin": "top-level", "baseDir": os.path.dirname(path)},
+                     "location": "project", "path": str(path)}]
     faux.enqueue({"text": "ok"}, {"text": "ok"})
     await session.prompt("/skill:deploy to staging")
     sent = faux.requests[0].messages[0].content[0].text
