@@ -45,10 +45,13 @@ def test_extension_flags_have_the_agreed_destinations():
 
 def test_ignored_flags_give_one_line():
     assert ignored_flags_note(build_parser().parse_args([])) is None
-    note = ignored_flags_note(build_parser().parse_args(["--no-themes", "--verbose", "-e", "x.ts"]))
+    note = ignored_flags_note(build_parser().parse_args(["--no-themes", "--verbose", "-e", "x.py"]))
     assert note is not None and "\n" not in note
-    assert "--no-themes" in note and "--verbose" in note and "--extension" in note
-    assert set(IGNORED_FLAGS) >= {"extensions", "skills", "themes", "verbose"}
+    assert "--no-themes" in note and "--verbose" in note
+    assert "--extension" not in note  # extensions, skills and prompt-template paths act (docs/extensions.md)
+    assert set(IGNORED_FLAGS) >= {"themes", "verbose"}
+    assert not set(IGNORED_FLAGS) & {"extensions", "no_extensions", "skills", "no_skills", "prompt_templates",
+                                     "no_prompt_templates"}
 
 
 def run(*args: str, env: dict | None = None, cwd: str | None = None, stdin: str | None = None,
