@@ -32,6 +32,7 @@ rng = random.Random(seed)
 sm = SessionManager.open(path)
 print("ready", flush=True)
 i = 0
+unconfirmed = []
 while True:
     # mostly small entries, sometimes one large enough that a kill can land inside its write
     size = rng.choice([50, 500, 5000]) if rng.random() < 0.93 else rng.randint(3, 10) * 100_000
@@ -40,8 +41,10 @@ while True:
         msg = UserMessage(content=[TextContent(text=text)])
     else:
         msg = AssistantMessage(content=[TextContent(text=text)], api="faux", provider="faux", model="faux")
-    entry_id = sm.append_message(msg)
-    print(entry_id, flush=True)
+    unconfirmed.append(sm.append_message(msg))
+    if sm.is_on_disk():  # a new file is written from the first assistant message on; until then nothing is
+        print("\n".join(unconfirmed), flush=True)  # on disk, so nothing is reported as written
+        unconfirmed.clear()
     i += 1
     time.sleep(0.0005)  # pace the writer so the file stays small
 """
