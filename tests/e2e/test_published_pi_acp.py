@@ -3,8 +3,9 @@
 session (which asks for ``get_available_thinking_levels``), a prompt streamed back as message chunks, and
 ``session/list`` finding the session in ``PI_CODING_AGENT_DIR`` (pi-acp reads the files itself).
 
-Skipped, with the reason, without node or the package (``$PI_ACP_DIR``, or ``pi-acp`` under
-``~/.cache/pisces-conformance/node_modules``; ``npm install pi-acp@0.0.34`` there installs it).
+The package is ``$PI_ACP_DIR``, or ``pi-acp`` under ``~/.cache/pisces-conformance/node_modules``, which the test
+installs there with npm (once) when it is missing. Skipped, with the reason, without node or when npm cannot
+install it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ def _pi_acp() -> str:
         pytest.skip("node is not on PATH: pi-acp cannot run")
     root = os.environ.get("PI_ACP_DIR") or os.path.join(CACHE, "node_modules", "pi-acp")
     entry = os.path.join(root, "dist", "index.js")
+    if not os.path.isfile(entry) and not os.environ.get("PI_ACP_DIR") and shutil.which("npm"):
+        os.makedirs(CACHE, exist_ok=True)
+        subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", "pi-acp@0.0.34"],
+                       cwd=CACHE, capture_output=True, timeout=600)  # once per machine
     if not os.path.isfile(entry):
         pytest.skip(f"pi-acp is not installed ({entry}); npm install pi-acp@0.0.34 in {CACHE} installs it")
     return entry
