@@ -2,7 +2,10 @@
 
 Each request pops the next scripted ``Reply`` (FIFO). A reply is a status, headers and a list of body
 chunks; a chunk may be ``DROP`` (close the connection abruptly) or ``Stall(seconds)`` (send nothing for a
-while). Every request is recorded (method, path, headers, parsed JSON body).
+while), or an iterator of such chunks, expanded lazily while sending (so a hostile reply can be endless, or
+50 MB long, without being built in memory first). A body holding an iterator is sent chunked whatever its
+content type. Every request is recorded (method, path, headers, parsed JSON body), and every reply sent as
+a ``Sent`` (body bytes written, and whether the client hung up before the end).
 
     with ScriptedServer() as srv:
         srv.push(Reply.sse([{"type": "message_start", ...}, ...]))
@@ -63,11 +66,27 @@ class Reply:
 
 
 @dataclass
+class Sent:
+    bytes: int = 0
+    client_hung_up: bool = False
+    finished: bool = False
+
+
+def _expand(chunks: list[Any]):
+    for chunk in chunks:
+        if chunk is DROP or isinstance(chunk, (bytes, str, Stall)):
+            yield chunk
+        else:
+            yield from chunk  # an iterator of chunks
+
+
+@dataclass
 class Recorded:
     method: str
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""
 
 
 class ScriptedServer:
@@ -75,6 +94,7 @@ class ScriptedServer:
         self.replies: list[Reply | Callable[[Recorded], Reply]] = []
         self.fallback: Reply | Callable[[Recorded], Reply] | None = None  # answers when nothing is queued
         self.requests: list[Recorded] = []
+        self.sent: list[Sent] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -96,7 +116,8 @@ class ScriptedServer:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
-                rec = Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                rec = Recorded(self.command, self.path, headers, body, raw)
                 with outer._lock:
                     outer.requests.append(rec)
                     reply = outer.replies.pop(0) if outer.replies else outer.fallback
@@ -107,16 +128,20 @@ class ScriptedServer:
                 self._send(reply)
 
             def _send(self, reply: Reply) -> None:
+                sent = Sent()
+                with outer._lock:
+                    outer.sent.append(sent)
                 self.send_response(reply.status)
                 for k, v in reply.headers.items():
                     self.send_header(k, v)
-                streaming = reply.headers.get("content-type", "").startswith("text/event-stream")
+                streaming = reply.headers.get("content-type", "").startswith("text/event-stream") or any(
+                    not (c is DROP or isinstance(c, (bytes, str, Stall))) for c in reply.chunks)
                 if streaming:
                     self.send_header("transfer-encoding", "chunked")
                     self.send_header("connection", "close")
                     self.end_headers()
                     try:
-                        for chunk in reply.chunks:
+                        for chunk in _expand(reply.chunks):
                             if chunk is DROP:
                                 self.wfile.flush()
                                 self.connection.shutdown(socket.SHUT_RDWR)
@@ -126,14 +151,18 @@ class ScriptedServer:
                                 time.sleep(chunk.seconds)
                                 continue
                             data = chunk.encode() if isinstance(chunk, str) else chunk
+                            if not data:
+                                continue
                             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                             self.wfile.flush()
+                            sent.bytes += len(data)
                             if reply.chunk_delay:
                                 time.sleep(reply.chunk_delay)
                         self.wfile.write(b"0\r\n\r\n")
                         self.wfile.flush()
+                        sent.finished = True
                     except (BrokenPipeError, ConnectionResetError, OSError):
-                        pass
+                        sent.client_hung_up = True
                     self.close_connection = True
                 else:
                     data = b"".join(c.encode() if isinstance(c, str) else c for c in reply.chunks
@@ -141,6 +170,7 @@ class ScriptedServer:
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
+                    sent.bytes, sent.finished = len(data), True
 
             do_POST = _handle
             do_GET = _handle

@@ -4,7 +4,9 @@ Guarantees, whatever the provider does:
 - the iterator ends with exactly one ``done`` or ``error`` event and never raises;
 - an abort (``options.signal``) ends the stream at once with ``error``/``aborted``, keeping partial content;
 - an exception inside the provider becomes ``error`` with a readable ``errorMessage``;
-- a stream that goes silent for ``options.idleTimeoutMs`` ends with a retryable timeout error.
+- a stream that goes silent for ``options.idleTimeoutMs`` ends with a retryable timeout error; any byte of the
+  reply counts (a slow reply, or one huge event still arriving, is not a stalled one);
+- an ``errorMessage`` is at most ``MAX_ERROR_MESSAGE_CHARS`` long (head and tail kept), whatever the provider sent.
 
 The provider runs in the caller's task, so every event is seen the moment it is produced (snapshots of the
 partial message are exact). An abort or a stall while the provider waits on the network cancels that wait
@@ -17,6 +19,7 @@ import asyncio
 from typing import AsyncIterator, get_args
 
 from pisces.ai.providers import get_provider, warm
+from pisces.ai.providers._limits import PROGRESS, bound_message
 from pisces.ai.types import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -111,12 +114,16 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
     if idle_s > 0:
         timer[0] = loop.call_later(idle_s, check_stall)
 
+    def progressed() -> None:  # a chunk of the reply arrived (pisces.ai.providers._limits calls it)
+        last_seen[0] = loop.time()
+
     partial: AssistantMessage | None = None
     open_blocks: dict[int, str] = {}  # contentIndex -> kind, for blocks started but not ended
     failure: BaseException | None = None
     try:
         while interrupt[0] is None:
             in_provider[0] = True
+            progress_token = PROGRESS.set(progressed if idle_s > 0 else None)
             try:
                 item = await gen.__anext__()
             except StopAsyncIteration:
@@ -129,6 +136,7 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
                 failure = exc
                 break
             finally:
+                PROGRESS.reset(progress_token)
                 in_provider[0] = False
                 if cancel_sent[0]:
                     # our cancel reached the provider, which re-raised it or turned it into something else:
@@ -142,6 +150,8 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
             if kind == "start":
                 partial = item.partial
             elif kind == "done" or kind == "error":
+                if kind == "error" and isinstance(item.error.errorMessage, str):
+                    item.error.errorMessage = bound_message(item.error.errorMessage)
                 yield item
                 return
             elif kind.endswith("_start"):
@@ -162,7 +172,7 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
             return
         out.stopReason = "error"
         if failure is not None:
-            out.errorMessage = _describe(failure)
+            out.errorMessage = bound_message(_describe(failure))
         elif interrupt[0] == "stall":
             out.errorMessage = f"Stream stalled: the provider sent nothing for {idle_s:g} s (request timed out)"
         else:

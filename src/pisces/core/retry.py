@@ -30,6 +30,11 @@ OVERFLOW_PATTERN = (
     r"reduce the length of the messages|context window"
 )
 _RETRY_AFTER_PATTERN = r"retry[- ]after[:= ]+(\d+(?:\.\d+)?)\s*(ms|s|seconds?)?|retry in (\d+(?:\.\d+)?)\s*(ms|s)"
+# The patterns only ever look at this much of an error text: its head, where the status and the provider's
+# message are, and its tail, where a retry-after hint is appended. A 50 MB error page once took these regexes
+# 51 s on the event loop; this bounds every classification to a few milliseconds.
+CLASSIFY_HEAD_CHARS = 8192
+CLASSIFY_TAIL_CHARS = 512
 
 
 @functools.cache
@@ -38,20 +43,29 @@ def _regex(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.I)
 
 
+def classified_part(message: str) -> str:
+    """What the patterns look at: the whole text when short, else its head and its tail."""
+    if len(message) <= CLASSIFY_HEAD_CHARS + CLASSIFY_TAIL_CHARS:
+        return message
+    return f"{message[:CLASSIFY_HEAD_CHARS]}\n{message[-CLASSIFY_TAIL_CHARS:]}"
+
+
 def is_overflow_error(message: str | None) -> bool:
-    return bool(message) and bool(_regex(OVERFLOW_PATTERN).search(message or "")) and not re.search(
-        r"rate.?limit|too many requests", message or "", re.I)
+    if not message:
+        return False
+    text = classified_part(message)
+    return bool(_regex(OVERFLOW_PATTERN).search(text)) and not re.search(r"rate.?limit|too many requests", text, re.I)
 
 
 def is_retryable_error(message: str | None) -> bool:
     if not message or is_overflow_error(message):
         return False
-    return bool(_regex(RETRYABLE_PATTERN).search(message))
+    return bool(_regex(RETRYABLE_PATTERN).search(classified_part(message)))
 
 
 def retry_after_ms(message: str) -> int | None:
     """A server's own wait, when the error text carries one (``Retry-After: 7``, ``retry in 2s``)."""
-    m = _regex(_RETRY_AFTER_PATTERN).search(message or "")
+    m = _regex(_RETRY_AFTER_PATTERN).search(classified_part(message or ""))
     if not m:
         return None
     value, unit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))

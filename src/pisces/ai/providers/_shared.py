@@ -12,6 +12,7 @@ from typing import Any, Callable
 import msgspec
 
 from pisces.ai.models import PROVIDER_ENV_KEYS, calculate_cost
+from pisces.ai.providers._limits import ProviderLimitError
 from pisces.ai.types import (
     AssistantMessage,
     Message,
@@ -49,23 +50,58 @@ def finish_usage(model: Model, usage: Usage) -> None:
     calculate_cost(model, usage)
 
 
+def _no_constant(name: str) -> None:
+    """``NaN``, ``Infinity``, ``-Infinity``: not JSON. Read as null, which is what JSON.stringify writes for them
+    (so pi's sessions and requests carry null), never as a float no JSON encoder will send."""
+    return None
+
+
 def parse_partial_json(text: str) -> dict[str, Any]:
-    """Best-effort parse of streamed tool-call arguments; incomplete JSON is closed before parsing."""
+    """Best-effort parse of streamed tool-call arguments; incomplete JSON is closed before parsing.
+    Non-finite numbers become None: what is stored and what is sent again must be valid JSON."""
     if not text:
         return {}
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant)
         return value if isinstance(value, dict) else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     closed = _close_json(text)
     if closed is not None:
         try:
-            value = json.loads(closed)
+            value = json.loads(closed, parse_constant=_no_constant)
             return value if isinstance(value, dict) else {}
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
     return {}
+
+
+def loads_finite(text: str | bytes) -> Any:
+    """``json.loads`` (what JSON.parse accepts and msgspec does not, e.g. lone surrogates), with non-finite
+    numbers read as None."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def has_non_finite(value: Any) -> bool:
+    """Whether a JSON-like value holds a NaN or an infinity anywhere (iterative: any depth)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return False
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` itself when it is valid JSON; else a copy with every NaN/infinity as None (JSON.stringify's null)."""
+    if not has_non_finite(value):
+        return value
+    return msgspec.json.decode(msgspec.json.encode(value))  # msgspec writes non-finite floats as null
 
 
 def _close_json(text: str) -> str | None:
@@ -223,6 +259,8 @@ def transform_messages(messages: list[Message], model: Model,
                     content.append(block if same else TextContent(text=block.text))
                 elif isinstance(block, ToolCall):
                     tc = block
+                    if has_non_finite(tc.arguments):  # e.g. a history stored before NaN was read as null
+                        tc = msgspec.structs.replace(tc, arguments=finite_json(tc.arguments))
                     if not same and isinstance(tc.thoughtSignature, str):
                         tc = ToolCall(id=tc.id, name=tc.name, arguments=tc.arguments)
                     if not same and normalize_id is not None:
@@ -240,6 +278,8 @@ def transform_messages(messages: list[Message], model: Model,
 
 def describe_transport_error(exc: BaseException) -> str | None:
     """A sentence for an httpx/httpcore error raised while reading a response body, else None."""
+    if isinstance(exc, ProviderLimitError):  # the reply broke a bound: its text says which
+        return str(exc)
     module = type(exc).__module__ or ""
     if module.startswith(("httpx", "httpcore", "h11", "aiohttp")) or isinstance(exc, (ConnectionError, EOFError)):
         detail = str(exc).strip() or type(exc).__name__

@@ -22,6 +22,7 @@ import msgspec
 
 from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import import_sdk
+from pisces.ai.providers._limits import aiter_lines, http_client_options
 from pisces.ai.providers._shared import (
     cached_client,
     describe_transport_error,
@@ -238,7 +239,7 @@ def _client(sdk: Any, model: Model, api_key: str, options: StreamOptions) -> Any
             kwargs["base_url"] = model.baseUrl
         if timeout is not None:
             kwargs["timeout"] = timeout
-        return sdk.AsyncAnthropic(**kwargs)
+        return sdk.AsyncAnthropic(**kwargs, http_client=sdk.DefaultAsyncHttpxClient(**http_client_options()))
 
     return cached_client(key, make)
 
@@ -248,29 +249,18 @@ def _client(sdk: Any, model: Model, api_key: str, options: StreamOptions) -> Any
 # ---------------------------------------------------------------------------------------------
 async def iter_sse(response: Any) -> AsyncIterator[tuple[str, bytes]]:
     """(event name, data) pairs from an SSE body. Lines split on LF only (U+2028 inside JSON is content)."""
-    pending = b""
     event = ""
     data: list[bytes] = []
-    async for chunk in response.aiter_bytes():
-        if pending:
-            chunk = pending + chunk
-        lines = chunk.split(b"\n")
-        pending = lines.pop()
-        for line in lines:
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            if not line:
-                if data:
-                    yield event, b"\n".join(data)
-                event, data = "", []
-            elif line.startswith(b"data:"):
-                value = line[5:]
-                data.append(value[1:] if value.startswith(b" ") else value)
-            elif line.startswith(b"event:"):
-                event = line[6:].strip().decode("utf-8", "replace")
-    if pending.startswith(b"data:"):
-        value = pending[5:].rstrip(b"\r")
-        data.append(value[1:] if value.startswith(b" ") else value)
+    async for line in aiter_lines(response.aiter_bytes()):
+        if not line:
+            if data:
+                yield event, b"\n".join(data)
+            event, data = "", []
+        elif line.startswith(b"data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(b" ") else value)
+        elif line.startswith(b"event:"):
+            event = line[6:].strip().decode("utf-8", "replace")
     if data:
         yield event, b"\n".join(data)
 

@@ -19,7 +19,8 @@ from typing import Any, AsyncIterator
 
 from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import import_sdk
-from pisces.ai.providers._shared import finish_usage, format_http_error, new_output, payload_hook
+from pisces.ai.providers._limits import http_client_options
+from pisces.ai.providers._shared import finish_usage, finite_json, format_http_error, new_output, payload_hook
 from pisces.ai.providers._shared import (
     cached_client,
     describe_transport_error,
@@ -250,6 +251,7 @@ def _client(genai: Any, types: Any, model: Model, api_key: str, options: StreamO
             http["headers"] = headers
         if options.timeoutMs:
             http["timeout"] = int(options.timeoutMs)
+        http["async_client_args"] = http_client_options()  # the bounded reader (pisces.ai.providers._limits)
         if hasattr(types, "HttpRetryOptions"):
             http["retry_options"] = types.HttpRetryOptions(attempts=max(1, options.maxRetries + 1))
         return genai.Client(api_key=api_key, http_options=types.HttpOptions(**http))
@@ -331,7 +333,7 @@ class _Parser:
                 if not call_id or any(isinstance(b, ToolCall) and b.id == call_id for b in out.content):
                     _tool_call_counter[0] += 1
                     call_id = f"{name}_{int(time.time() * 1000)}_{_tool_call_counter[0]}"
-                args = fc.args if isinstance(fc.args, dict) else {}
+                args = finite_json(fc.args) if isinstance(fc.args, dict) else {}  # the SDK reads NaN as a float
                 tc = ToolCall(id=call_id, name=name, arguments=args)
                 if sig:
                     tc.thoughtSignature = sig

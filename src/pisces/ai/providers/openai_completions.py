@@ -24,9 +24,11 @@ import msgspec
 
 from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import import_sdk
+from pisces.ai.providers._limits import aiter_lines, http_client_options
 from pisces.ai.providers._shared import (  # noqa: F401  (sanitize, transform_messages: also for openai_responses)
     finish_usage,
     format_http_error,
+    loads_finite,
     missing_key_message,
     new_output,
     parse_partial_json,
@@ -79,14 +81,15 @@ _clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, 
 
 
 def get_client(model: Model, api_key: str) -> Any:
-    AsyncOpenAI = import_sdk("openai").AsyncOpenAI  # lazy: the SDK costs ~0.3 s to import
+    openai = import_sdk("openai")  # lazy: the SDK costs ~0.3 s to import
 
     loop = asyncio.get_running_loop()
     per_loop = _clients.setdefault(loop, {})
     key = (model.baseUrl, api_key)
     client = per_loop.get(key)
     if client is None:
-        client = AsyncOpenAI(api_key=api_key, base_url=model.baseUrl or None)
+        client = openai.AsyncOpenAI(api_key=api_key, base_url=model.baseUrl or None,
+                                    http_client=openai.DefaultAsyncHttpxClient(**http_client_options()))
         per_loop[key] = client
     return client
 
@@ -133,36 +136,27 @@ async def open_stream(model: Model, options: StreamOptions, path: str, body: dic
 
 async def iter_sse(response: Any) -> AsyncIterator[tuple[str | None, str]]:
     """``(event, data)`` for each server-sent event. Lines end at LF (CRLF accepted); ends after ``[DONE]``."""
-    buf = b""
     event: str | None = None
     data: list[str] = []
-    async for chunk in response.aiter_bytes():
-        buf = buf + chunk if buf else chunk
-        if b"\n" not in chunk:
+    async for raw in aiter_lines(response.aiter_bytes(), last=False):
+        line = raw.decode("utf-8", "replace")
+        if not line:
+            if data:
+                payload = "\n".join(data)
+                yield event, payload
+                if payload.startswith("[DONE]"):
+                    return
+            event, data = None, []
             continue
-        lines = buf.split(b"\n")
-        buf = lines.pop()
-        for raw in lines:
-            line = raw.decode("utf-8", "replace")
-            if line.endswith("\r"):
-                line = line[:-1]
-            if not line:
-                if data:
-                    payload = "\n".join(data)
-                    yield event, payload
-                    if payload.startswith("[DONE]"):
-                        return
-                event, data = None, []
-                continue
-            if line.startswith(":"):
-                continue
-            name, _, value = line.partition(":")
-            if value.startswith(" "):
-                value = value[1:]
-            if name == "data":
-                data.append(value)
-            elif name == "event":
-                event = value
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            event = value
     if data:
         yield event, "\n".join(data)
 
@@ -171,7 +165,7 @@ def decode_json(payload: str) -> Any:
     try:
         return msgspec.json.decode(payload)
     except msgspec.DecodeError:
-        return json.loads(payload)  # what JSON.parse accepts and msgspec does not (lone surrogates)
+        return loads_finite(payload)  # what JSON.parse accepts and msgspec does not (lone surrogates)
 
 
 def stream_error_message(error: Any) -> str:
