@@ -158,6 +158,25 @@ async def test_a_compressed_reply_within_bounds_is_read(wire, server):
     assert text_of(message) == "zipped"
 
 
+@pytest.mark.parametrize("api", ["anthropic-messages", "openai-completions", "openai-responses"])
+async def test_a_large_reply_in_small_deltas_is_assembled_in_linear_time(api, server):
+    """4 MB of text in 64-character deltas (65,536 events). Appending each delta by copying the text so far
+    costs 128 GB of copying (minutes); grown in place it takes seconds. The time-out only bounds a hang.
+    (google-generative-ai is left out: its SDK builds pydantic objects for every chunk, between our appends,
+    and the allocator then often has to move the growing text: see docs/providers.md, Limits.)"""
+    wire = WIRES[api]
+    piece = wire.delta("0123456789abcdef" * 4)
+
+    def deltas():
+        for _ in range(65536):
+            yield piece
+
+    server.push(Reply(200, dict(SSE_HEADERS), [*wire.opening(), deltas(), *wire.closing()]))
+    types, message = await run(wire, server)
+    assert types[-1] == "done", message.errorMessage
+    assert text_of(message) == "0123456789abcdef" * 4 * 65536
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Stall versus slow but progressing. The idle timeout is 1 s; the slow reply sends one event in 40 pieces 0.1 s
 # apart, so no event completes for 4 s: only bytes show that the provider is alive. The stalled reply sends

@@ -6,7 +6,11 @@ Guarantees, whatever the provider does:
 - an exception inside the provider becomes ``error`` with a readable ``errorMessage``;
 - a stream that goes silent for ``options.idleTimeoutMs`` ends with a retryable timeout error; any byte of the
   reply counts (a slow reply, or one huge event still arriving, is not a stalled one);
-- an ``errorMessage`` is at most ``MAX_ERROR_MESSAGE_CHARS`` long (head and tail kept), whatever the provider sent.
+- an ``errorMessage`` is at most ``MAX_ERROR_MESSAGE_CHARS`` long (head and tail kept), whatever the provider sent;
+- what a reply makes the caller emit grows linearly with the message, not with its square: every event carries
+  the whole partial message (pi's ``message_update``), so once a message holds ``COALESCE_FROM_CHARS`` characters,
+  deltas of one block that arrive in a burst are merged (see ``_Coalescer``). Below that, every delta is its own
+  event, as in pi.
 
 The provider runs in the caller's task, so every event is seen the moment it is produced (snapshots of the
 partial message are exact). An abort or a stall while the provider waits on the network cancels that wait
@@ -16,7 +20,9 @@ partial message are exact). An abort or a stall while the provider waits on the 
 from __future__ import annotations
 
 import asyncio
-from typing import AsyncIterator, get_args
+from typing import Any, AsyncIterator, get_args
+
+import msgspec
 
 from pisces.ai.providers import get_provider, warm
 from pisces.ai.providers._limits import PROGRESS, bound_message
@@ -44,6 +50,62 @@ ABORTED_MESSAGE = "Request was aborted"
 ABORTED_BEFORE_START_MESSAGE = "Request was aborted."
 
 _KIND = {cls: cls.__struct_config__.tag for cls in get_args(AssistantMessageEvent)}
+_DELTA_KINDS = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
+
+COALESCE_FROM_CHARS = 16 * 1024  # a message smaller than this gets every delta as its own event
+SNAPSHOT_CHARS_PER_S = 32 * 1024 * 1024  # past it, a stream this slow still gets every delta at once
+COALESCE_GROWTH = 8  # otherwise one event per 1/8 of growth: the snapshots of a burst sum to ~9x the message
+
+
+class _Coalescer:
+    """Merges consecutive deltas of one block that arrive in a burst, once the message is large.
+
+    Each event carries a snapshot of the whole message, so a reply of N characters in tiny deltas costs N^2/2
+    bytes downstream (an endless or hostile stream: gigabytes). Below ``COALESCE_FROM_CHARS`` every delta is
+    its own event, as in pi. Past it, a delta still goes out at once when it came at least
+    ``size / SNAPSHOT_CHARS_PER_S`` seconds after the provider's previous event (a stream that slow costs at
+    most that many snapshot characters a second; at 16 KB, a gap of 0.5 ms; at 1 MB, 31 ms). A delta arriving faster is held
+    and merged with those that follow until they add 1/8 of the message, or a slow gap comes; any other event
+    (the block's end, the next block, done, error) sends the held delta first. No text is lost or reordered;
+    a held delta waits for the provider's next event, which in a burst comes at once."""
+
+    __slots__ = ("size", "held", "parts", "held_chars", "prev")
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.held: AssistantMessageEvent | None = None
+        self.parts: list[str] = []
+        self.held_chars = 0
+        self.prev = 0.0  # when the provider's previous event came
+
+    def delta(self, item: Any, now: float) -> tuple[AssistantMessageEvent, ...]:
+        n = len(item.delta)
+        self.size += n
+        slow = now - self.prev >= self.size / SNAPSHOT_CHARS_PER_S
+        self.prev = now
+        out: tuple[AssistantMessageEvent, ...] = ()
+        held: Any = self.held
+        if held is not None and (type(held) is not type(item) or held.contentIndex != item.contentIndex):
+            out = (self.flush(),)
+            held = None
+        if held is None:
+            if self.size < COALESCE_FROM_CHARS or slow:
+                return (*out, item)
+            self.held, self.parts, self.held_chars = item, [item.delta], n
+            return out
+        self.parts.append(item.delta)
+        self.held_chars += n
+        if slow or self.held_chars * COALESCE_GROWTH >= self.size:
+            return (*out, self.flush())
+        return out
+
+    def flush(self) -> AssistantMessageEvent:
+        held, self.held = self.held, None
+        assert held is not None
+        merged = held if len(self.parts) == 1 else msgspec.structs.replace(held, delta="".join(self.parts))
+        self.parts = []
+        self.held_chars = 0
+        return merged
 
 
 def _empty_output(model: Model) -> AssistantMessage:
@@ -120,6 +182,7 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
     partial: AssistantMessage | None = None
     open_blocks: dict[int, str] = {}  # contentIndex -> kind, for blocks started but not ended
     failure: BaseException | None = None
+    coalescer = _Coalescer()
     try:
         while interrupt[0] is None:
             in_provider[0] = True
@@ -143,10 +206,17 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
                     # either way the caller's task must not stay marked as cancelling
                     cancel_sent[0] = False
                     task.uncancel()  # type: ignore[union-attr]
-            last_seen[0] = loop.time()
+            now = last_seen[0] = loop.time()
             kind = _KIND[type(item)]
             if partial is None and kind != "start" and isinstance(getattr(item, "partial", None), AssistantMessage):
                 partial = item.partial  # a provider that skipped ``start``: never send a late one
+            if kind in _DELTA_KINDS:
+                for ev in coalescer.delta(item, now):
+                    yield ev
+                continue
+            coalescer.prev = now
+            if coalescer.held is not None:
+                yield coalescer.flush()
             if kind == "start":
                 partial = item.partial
             elif kind == "done" or kind == "error":
@@ -160,6 +230,8 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
                 open_blocks.pop(item.contentIndex, None)
             yield item
         # no terminal event from the provider: aborted, stalled, failed, or it just stopped
+        if coalescer.held is not None:
+            yield coalescer.flush()
         out = partial or _empty_output(model)
         if partial is None:
             yield StartEvent(partial=out)

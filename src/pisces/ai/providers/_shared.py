@@ -56,6 +56,27 @@ def _no_constant(name: str) -> None:
     return None
 
 
+def append_text(block: Any, piece: str) -> None:
+    """``block.text += piece`` in time proportional to ``piece``, not to the text so far.
+
+    ``block.text += piece`` on a struct copies the whole text every time (the struct still holds it), so a
+    reply of N characters in tiny deltas costs N^2/2 bytes of copying: 3 MB in 16-character deltas took 223 s.
+    Dropping the struct's reference first leaves the local the string's only owner, and CPython then grows it
+    in place (64 MB the same way: under a second)."""
+    text = block.text
+    block.text = ""
+    text += piece
+    block.text = text
+
+
+def append_thinking(block: Any, piece: str) -> None:
+    """``block.thinking += piece``, as :func:`append_text`."""
+    text = block.thinking
+    block.thinking = ""
+    text += piece
+    block.thinking = text
+
+
 def parse_partial_json(text: str) -> dict[str, Any]:
     """Best-effort parse of streamed tool-call arguments; incomplete JSON is closed before parsing.
     Non-finite numbers become None: what is stored and what is sent again must be valid JSON."""

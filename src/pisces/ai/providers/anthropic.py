@@ -24,6 +24,8 @@ from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import import_sdk
 from pisces.ai.providers._limits import aiter_lines, http_client_options
 from pisces.ai.providers._shared import (
+    append_text,
+    append_thinking,
     cached_client,
     describe_transport_error,
     finish_usage,
@@ -293,18 +295,21 @@ class _Parser:
             dtype = delta.get("type")
             if dtype == "text_delta" and isinstance(block, TextContent):
                 text = delta.get("text", "")
-                block.text += text
+                append_text(block, text)
                 return [TextDeltaEvent(contentIndex=pos, delta=text, partial=out)]
             if dtype == "thinking_delta" and isinstance(block, ThinkingContent):
                 text = delta.get("thinking", "")
-                block.thinking += text
+                append_thinking(block, text)
                 return [ThinkingDeltaEvent(contentIndex=pos, delta=text, partial=out)]
             if dtype == "input_json_delta" and isinstance(block, ToolCall):
                 piece = delta.get("partial_json", "")
                 self.json_parts[pos].append(piece)
                 return [ToolCallDeltaEvent(contentIndex=pos, delta=piece, partial=out)]
             if dtype == "signature_delta" and isinstance(block, ThinkingContent):
-                block.thinkingSignature = (block.thinkingSignature or "") + delta.get("signature", "")
+                sig = block.thinkingSignature or ""
+                block.thinkingSignature = ""  # as append_text: grown in place, not copied per delta
+                sig += delta.get("signature", "")
+                block.thinkingSignature = sig
             return []
         if kind == "content_block_start":
             cb = ev.get("content_block") or {}

@@ -39,7 +39,7 @@ import os
 from collections import deque
 from typing import Any, AsyncIterator, Callable, Union
 
-from pisces.ai.providers._shared import finish_usage, new_output
+from pisces.ai.providers._shared import append_text, append_thinking, finish_usage, new_output
 from pisces.ai.types import (
     Context,
     DoneEvent,
@@ -243,7 +243,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
             yield TextStartEvent(contentIndex=idx, partial=out)
             for piece in _chunks(text, size):
                 await pause()
-                out.content[idx].text += piece
+                append_text(out.content[idx], piece)
                 yield TextDeltaEvent(contentIndex=idx, delta=piece, partial=out)
             output_chars += len(text)
             yield TextEndEvent(contentIndex=idx, content=text, partial=out)
@@ -253,7 +253,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
             yield ThinkingStartEvent(contentIndex=idx, partial=out)
             for piece in _chunks(text, size):
                 await pause()
-                out.content[idx].thinking += piece
+                append_thinking(out.content[idx], piece)
                 yield ThinkingDeltaEvent(contentIndex=idx, delta=piece, partial=out)
             output_chars += len(text)
             yield ThinkingEndEvent(contentIndex=idx, content=text, partial=out)

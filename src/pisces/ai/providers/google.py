@@ -22,6 +22,8 @@ from pisces.ai.providers import import_sdk
 from pisces.ai.providers._limits import http_client_options
 from pisces.ai.providers._shared import finish_usage, finite_json, format_http_error, new_output, payload_hook
 from pisces.ai.providers._shared import (
+    append_text,
+    append_thinking,
     cached_client,
     describe_transport_error,
     missing_key_message,
@@ -316,12 +318,12 @@ class _Parser:
                     self.current = cur
                 pos = len(out.content) - 1
                 if isinstance(cur, ThinkingContent):
-                    cur.thinking += part.text
+                    append_thinking(cur, part.text)
                     if sig:
                         cur.thinkingSignature = sig
                     events.append(ThinkingDeltaEvent(contentIndex=pos, delta=part.text, partial=out))
                 else:
-                    cur.text += part.text
+                    append_text(cur, part.text)
                     if sig:
                         cur.textSignature = sig
                     events.append(TextDeltaEvent(contentIndex=pos, delta=part.text, partial=out))

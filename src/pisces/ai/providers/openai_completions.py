@@ -26,6 +26,8 @@ from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import import_sdk
 from pisces.ai.providers._limits import aiter_lines, http_client_options
 from pisces.ai.providers._shared import (  # noqa: F401  (sanitize, transform_messages: also for openai_responses)
+    append_text,
+    append_thinking,
     finish_usage,
     format_http_error,
     loads_finite,
@@ -247,8 +249,11 @@ class ArgsBuffer:
         self._parsed_len = 0
 
     def add(self, tc: ToolCall, delta: str) -> None:
-        self.text += delta
-        n = len(self.text)
+        text = self.text
+        self.text = ""  # the only owner now: grown in place (see append_text), not copied per delta
+        text += delta
+        self.text = text
+        n = len(text)
         if n < 2048 or n >= self._parsed_len * 1.25:
             tc.arguments = parse_partial_json(self.text)
             self._parsed_len = n
@@ -454,7 +459,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
                 if not blocks or not isinstance(blocks[-1], TextContent):
                     blocks.append(TextContent(text=""))
                     yield TextStartEvent(contentIndex=len(blocks) - 1, partial=out)
-                blocks[-1].text += text
+                append_text(blocks[-1], text)
                 yield TextDeltaEvent(contentIndex=len(blocks) - 1, delta=text, partial=out)
             for field in _REASONING_FIELDS:
                 thought = delta.get(field)
@@ -462,7 +467,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
                     if not blocks or not isinstance(blocks[-1], ThinkingContent):
                         blocks.append(ThinkingContent(thinking="", thinkingSignature=field))
                         yield ThinkingStartEvent(contentIndex=len(blocks) - 1, partial=out)
-                    blocks[-1].thinking += thought
+                    append_thinking(blocks[-1], thought)
                     yield ThinkingDeltaEvent(contentIndex=len(blocks) - 1, delta=thought, partial=out)
                     break
             for tc_delta in delta.get("tool_calls") or ():

@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any, AsyncIterator
 
-from pisces.ai.providers._shared import finish_usage, new_output, payload_hook
+from pisces.ai.providers._shared import append_text, append_thinking, finish_usage, new_output, payload_hook
 from pisces.ai.providers.openai_completions import (
     ArgsBuffer,
     close_response,
@@ -268,7 +268,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
                 parts = item.get("content") if item is not None else None
                 if isinstance(block, TextContent) and (not parts or parts[-1].get("type") == "output_text"):
                     delta = ev.get("delta") or ""
-                    block.text += delta
+                    append_text(block, delta)
                     yield TextDeltaEvent(contentIndex=idx, delta=delta, partial=out)
             elif kind == "response.function_call_arguments.delta":
                 if isinstance(block, ToolCall) and args is not None:
@@ -278,7 +278,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
             elif kind == "response.reasoning_summary_text.delta":
                 if isinstance(block, ThinkingContent):
                     delta = ev.get("delta") or ""
-                    block.thinking += delta
+                    append_thinking(block, delta)
                     yield ThinkingDeltaEvent(contentIndex=idx, delta=delta, partial=out)
             elif kind == "response.output_item.added":
                 added = ev.get("item") or {}
@@ -305,7 +305,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
                     item.setdefault("summary", []).append(dict(ev.get("part") or {"type": "summary_text", "text": ""}))
             elif kind == "response.reasoning_summary_part.done":
                 if isinstance(block, ThinkingContent) and item is not None and item.get("summary"):
-                    block.thinking += "\n\n"  # pi's separator between summary parts while streaming
+                    append_thinking(block, "\n\n")  # pi's separator between summary parts while streaming
                     yield ThinkingDeltaEvent(contentIndex=idx, delta="\n\n", partial=out)
             elif kind == "response.content_part.added":
                 part = ev.get("part") or {}
@@ -316,7 +316,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
                 if isinstance(block, TextContent) and item is not None and item.get("content") and \
                         item["content"][-1].get("type") == "refusal":
                     delta = ev.get("delta") or ""
-                    block.text += delta
+                    append_text(block, delta)
                     yield TextDeltaEvent(contentIndex=idx, delta=delta, partial=out)
             elif kind == "response.function_call_arguments.done":
                 if isinstance(block, ToolCall) and isinstance(ev.get("arguments"), str):
