@@ -103,6 +103,16 @@ FAKE_AGENT = textwrap.dedent(r'''
                   "message": {"role": "assistant", "content": [{"type": "text", "text": "retried"}]}})
             send({"type": "auto_retry_end", "success": True, "attempt": 1})
             send({"type": "agent_end", "messages": [], "run": 2})
+        elif t == "garbled":  # a response the client cannot decode: broken JSON, or nested past any limit
+            kind = cmd.get("kind")
+            if kind == "idless":  # pi's id-less error response
+                head = '{"type": "response", "command": "garbled", "success": false, "error": '
+            else:
+                head = '{"id": %s, "type": "response", "command": "garbled", "success": true, "data": ' % (
+                    json.dumps(cmd["id"]))
+            body = "[" * 100000 + "]" * 100000 if kind == "deep" else '"unterminated'
+            out.write(head + body + "}\n")
+            out.flush()
         else:
             respond(cmd, error=f"Unknown command: {t}")
 ''')
@@ -497,3 +507,46 @@ def test_real_sync_client(faux_args, tmp_path):
         unsubscribe()
         assert any(ev["type"] == "session_info_changed" for ev in seen)
     assert client.returncode == 0
+
+
+# -- frames the client cannot decode, and deep ones it must -------------------------------------------------
+@pytest.mark.parametrize("kind", ["broken", "deep", "idless"])
+async def test_a_response_that_cannot_be_decoded_fails_its_call_and_the_reader_goes_on(fake, kind):
+    """No request timeout: only the client noticing the undecodable response can end the call."""
+    async def body():
+        async with RpcClient(fake("plain"), request_timeout=None) as client:
+            with pytest.raises(RpcClientError, match="response to garbled could not be decoded"):
+                await bounded(client.request("garbled", kind=kind), 20)
+            assert (await bounded(client.get_state(), 10))["mode"] == "plain"
+
+    await bounded(body())
+
+
+def _tree_depth(tree: dict) -> int:
+    depth, nodes = 0, tree["nodes"]
+    while nodes:  # a loop: the test's own recursion limit must not matter
+        assert len(nodes) == 1
+        depth += 1
+        nodes = nodes[0]["children"]
+    return depth
+
+
+async def test_real_deep_session_tree_is_decoded(faux_args, tmp_path):
+    """A 500-entry branch nests get_session_tree 1,000+ levels deep, past Python's default recursion limit:
+    the client once dropped the frame (a RecursionError in the reader) and waited forever."""
+    async def body():
+        async with RpcClient(args=faux_args({"text": "x"}), cwd=tmp_path, request_timeout=None) as client:
+            for i in range(500):
+                await client.set_session_name(f"n{i}")
+            tree = await bounded(client.get_session_tree(), 30)
+            assert _tree_depth(tree) == 502  # model_change, thinking_level_change, then one per name
+            assert (await client.get_state())["sessionName"] == "n499"
+
+    await bounded(body(), 90)
+
+
+def test_real_sync_client_decodes_a_deep_session_tree(faux_args, tmp_path):
+    with SyncRpcClient(args=faux_args({"text": "x"}), cwd=tmp_path, call_timeout=30) as client:
+        for i in range(500):
+            client.set_session_name(f"n{i}")
+        assert _tree_depth(client.get_session_tree()) == 502

@@ -35,7 +35,15 @@ import msgspec
 # the client is split over client_*.py; every public name stays importable from here
 from pisces.modes.rpc.client_commands import RpcCommands
 from pisces.modes.rpc.client_events import Event, EventFilter, EventStream, _matcher, _remaining
-from pisces.modes.rpc.client_transport import STDERR_KEEP, STDERR_REPORT, _AgentProtocol
+from pisces.modes.rpc.client_transport import (
+    COMMAND_IN_HEAD,
+    ID_IN_HEAD,
+    RESPONSE_IN_HEAD,
+    STDERR_KEEP,
+    STDERR_REPORT,
+    _AgentProtocol,
+    decode_frame,
+)
 from pisces.modes.rpc.client_types import (  # noqa: F401 - the TypedDicts are re-exported
     BashResult,
     CancelledResult,
@@ -58,7 +66,6 @@ DEFAULT_COMMAND: list[str] = [sys.executable, "-m", "pisces", "--mode", "rpc"]
 _DEFAULT: Any = object()
 
 
-_decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
 _SETTLE_TYPES = frozenset({"agent_settled", "agent_end", "auto_retry_end", "compaction_end", "auto_compaction_end"})
 
@@ -258,17 +265,23 @@ class RpcClient(RpcCommands):
 
     # -- incoming frames ------------------------------------------------------------------------
     def _handle_line(self, line: bytes) -> None:
+        """One stdout line. Never raises: a line that cannot be handled must not stop the reader (the rest of
+        the chunk it came in, and every later line, would be lost and the calls waiting on them would hang)."""
+        try:
+            self._take_line(line)
+        except Exception:  # noqa: BLE001 - a bug on our side: log it, keep reading
+            log.exception("could not handle a line from the agent: %r", line[:200])
+
+    def _take_line(self, line: bytes) -> None:
         if line.endswith(b"\r"):
             line = line[:-1]
         if not line.strip():
             return
-        try:
-            frame = _decode(line)
-        except (msgspec.DecodeError, UnicodeDecodeError, ValueError):
-            try:
-                frame = json.loads(line.decode("utf-8", "surrogateescape"))
-            except (ValueError, RecursionError):
-                frame = None
+        frame, error = decode_frame(line)
+        if error is not None:
+            self.stray_lines.append(line[:1000])
+            self._fail_undecodable(line, error)
+            return
         if not isinstance(frame, dict):
             self.stray_lines.append(line[:1000])
             log.debug("agent wrote a line that is not a JSON object: %r", line[:200])
@@ -276,6 +289,29 @@ class RpcClient(RpcCommands):
         if frame.get("type") == "response" and self._resolve(frame):
             return
         self._dispatch_event(frame)
+
+    def _fail_undecodable(self, line: bytes, error: str) -> None:
+        """A line that is not JSON we can read: when it is the response to one of our calls (its id, or pi's
+        id-less error with its command, near the start of the line), that call fails with the reason."""
+        head = line[:512]
+        entry = None
+        m = ID_IN_HEAD.search(head)
+        if m is not None:
+            entry = self._pending.pop(m.group(1).decode("ascii"), None)
+        elif RESPONSE_IN_HEAD.search(head):
+            c = COMMAND_IN_HEAD.search(head)
+            command = c.group(1).decode("utf-8", "replace") if c else None
+            for key, (cmd, _) in self._pending.items():
+                if cmd == command:
+                    entry = self._pending.pop(key)
+                    break
+        if entry is None:
+            log.warning("agent wrote a line that could not be decoded (%s): %r", error, line[:200])
+            return
+        command, future = entry
+        if not future.done():
+            future.set_exception(RpcClientError(
+                f"the agent's response to {command} could not be decoded ({error}; {len(line)} bytes)"))
 
     def _resolve(self, frame: dict) -> bool:
         req_id = frame.get("id")

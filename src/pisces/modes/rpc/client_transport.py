@@ -1,17 +1,54 @@
 """The RPC client's side of the agent subprocess: an ``asyncio.SubprocessProtocol`` that splits stdout into
-lines (on ``\\n`` only), keeps the tail of stderr, tracks stdin's flow control and reports the exit.
+lines (on ``\\n`` only), keeps the tail of stderr, tracks stdin's flow control and reports the exit; and the
+decoding of one line into a frame.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+import json
+import re
+import sys
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 if TYPE_CHECKING:
     from pisces.modes.rpc.client import RpcClient
 
 STDERR_KEEP = 64 * 1024  # bytes of stderr kept
 STDERR_REPORT = 2048  # bytes of stderr quoted in an exit error
+DEEP_DECODE_LIMIT = 20_000  # nesting levels allowed for a frame deeper than Python's recursion limit
+# Where a response's id (ours: req-N) or pi's id-less error (type and command) show, near a line's start
+ID_IN_HEAD = re.compile(rb'"id"\s*:\s*"(req-\d+)"')
+RESPONSE_IN_HEAD = re.compile(rb'"type"\s*:\s*"response"')
+COMMAND_IN_HEAD = re.compile(rb'"command"\s*:\s*"([^"\\]{1,100})"')
+_decode = msgspec.json.Decoder().decode
+
+
+def decode_frame(line: bytes) -> tuple[Any, str | None]:
+    """``(value, None)``, or ``(None, why)`` when the line is not JSON we can read.
+
+    A deep frame is decoded too: get_session_tree nests two levels per entry, so a 500-entry branch is past
+    Python's default recursion limit of 1000 (msgspec recurses in C with little stack per level, and the
+    agent's own writer allows the same depth)."""
+    try:
+        return _decode(line), None
+    except RecursionError:
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, DEEP_DECODE_LIMIT))
+        try:
+            return _decode(line), None
+        except (msgspec.DecodeError, ValueError, RecursionError) as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+        finally:
+            sys.setrecursionlimit(old)
+    except (msgspec.DecodeError, UnicodeDecodeError, ValueError):
+        pass
+    try:  # what JSON.parse accepts and msgspec does not (lone surrogates)
+        return json.loads(line.decode("utf-8", "surrogateescape")), None
+    except (ValueError, RecursionError) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
 
 
 # -- the process's protocol ----------------------------------------------------------------------
