@@ -4,7 +4,8 @@
 then every event in pi's shape (``--stream-profile`` picks a leaner ``message_update``). Piped stdin is read
 and joined to the prompt, as pi does. In both modes retries and compactions are reported on stderr as they
 happen. Exit codes: 0 when the last reply succeeded, 1 when it ended in an error or was aborted (the error
-goes to stderr), 2 for bad usage.
+goes to stderr), 2 for bad usage, 143/129 after SIGTERM/SIGHUP (the run is aborted, its tool processes
+killed, the session file closed: pisces.modes.signals).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import sys
 from typing import Any
 
 from pisces.modes.rpc.output import FrameWriter
+
+SIGNAL_GRACE_S = 2.0  # after SIGTERM/SIGHUP, how long the aborted run may take to end before it is cancelled
 
 
 def _read_piped_stdin() -> str | None:
@@ -37,8 +40,9 @@ def collect_prompts(messages: list[str]) -> list[str]:
     return prompts
 
 
-async def _run(args: Any, json_events: bool) -> int:
+async def _run(args: Any, json_events: bool, received: list[int]) -> int:
     from pisces.core.sdk import SessionConfigError, open_session_from_args
+    from pisces.modes import signals
 
     prompts = collect_prompts(args.messages)
     if not prompts:
@@ -55,10 +59,25 @@ async def _run(args: Any, json_events: bool) -> int:
         writer.write(session.store.get_header())
         session.subscribe(writer.write)
     session.subscribe(_report_progress)
+    main = asyncio.current_task()
+    assert main is not None
+    loop = asyncio.get_running_loop()
+    stopping: list[asyncio.Future] = []
+
+    def on_signal(signum: int) -> None:
+        """SIGTERM/SIGHUP: abort the run as the ``abort`` command does (the aborted reply is recorded, the tool
+        processes killed); should it not end within SIGNAL_GRACE_S, cancel it outright."""
+        received.append(signum)
+        stopping.append(asyncio.ensure_future(session.abort()))
+        loop.call_later(SIGNAL_GRACE_S, main.cancel)
+
+    remove_signals = signals.install(loop, on_signal)
     last_error: str | None = None
     try:
         await session.hooks.start("startup")  # extensions: no UI here, dialogs answer their defaults at once
         for text in prompts:
+            if received:
+                break
             try:
                 await session.prompt(text, source="interactive")
             except Exception as exc:  # noqa: BLE001 - preflight failures are user errors
@@ -68,13 +87,16 @@ async def _run(args: Any, json_events: bool) -> int:
             last_error = None  # the last reply decides, as in pi
             if last is not None and last.stopReason in ("error", "aborted"):
                 last_error = last.errorMessage if isinstance(last.errorMessage, str) else last.stopReason
-        if not json_events and last_error is None:  # a failed reply's partial text is not the answer
+        if not json_events and last_error is None and not received:  # a failed reply's text is not the answer
             text = session.last_assistant_text()
             if text:
                 sys.stdout.write(text + "\n")
                 sys.stdout.flush()
     finally:
-        await session.shutdown()
+        await session.shutdown()  # aborts the run (its tool processes are killed) and closes the session file
+        remove_signals()
+    if received:
+        return signals.exit_code(received[0])
     if last_error is not None:
         sys.stderr.write(f"pisces: {last_error}\n")
         return 1
@@ -98,7 +120,16 @@ def _report_progress(event: Any) -> None:
 
 
 def run_print(args: Any, *, json_events: bool) -> int:
+    from pisces.modes.signals import exit_code, kill_tool_processes
+
+    received: list[int] = []
     try:
-        return asyncio.run(_run(args, json_events))
+        return asyncio.run(_run(args, json_events, received))
     except KeyboardInterrupt:
         return 130
+    except asyncio.CancelledError:
+        if not received:
+            raise
+        return exit_code(received[0])
+    finally:
+        kill_tool_processes()  # whatever the shutdown could not stop in time (no-op when nothing runs)

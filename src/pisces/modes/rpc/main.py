@@ -21,12 +21,19 @@ async def _serve(args: Any, writer: FrameWriter) -> int:
         sys.stderr.write(f"pisces: {exc}\n")
         return exc.exit_code
     writer.profile = getattr(args, "stream_profile", None) or writer.profile
+    from pisces.modes import signals
+
     server = RpcServer(session, writer)
+    remove = signals.install(asyncio.get_running_loop(), server.terminate)
     # Start-up is over (the CLI paused the collector for it): what it built lives as long as the process,
     # so the collector never needs to look at it again.
     gc.freeze()
     gc.enable()
-    return await server.serve(ready=not args.no_ready)
+    try:
+        code = await server.serve(ready=not args.no_ready)
+    finally:
+        remove()
+    return signals.exit_code(server.exit_signal) if server.exit_signal else code
 
 
 def run_rpc(args: Any) -> int:
@@ -40,6 +47,9 @@ def run_rpc(args: Any) -> int:
 
         traceback.print_exc()
         code = 1
+    from pisces.modes.signals import kill_tool_processes
+
+    kill_tool_processes()  # whatever the shutdown could not stop in time (no-op when nothing runs)
     sys.stderr.flush()
     # Leave at once: the stdin reader thread may still sit in a blocking read, and work in flight was
     # already aborted and flushed by the server's shutdown.

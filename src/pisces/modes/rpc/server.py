@@ -74,6 +74,7 @@ class RpcServer:
         self.host_tools: Any = None  # the HostToolBridge, made by the first set_host_tools
         self._lines: asyncio.Queue | None = None
         self._shutdown_requested = False
+        self.exit_signal = 0  # the SIGTERM/SIGHUP that ended the process (pisces.modes.signals)
         session.subscribe(self._emit)
         session.ui_factory = self._make_ui
         # an extension's ctx.shutdown() ends the process once the current command is answered; a replaced
@@ -209,6 +210,7 @@ class RpcServer:
     async def serve(self, stdin: Any = None, *, ready: bool = True) -> int:
         loop = asyncio.get_running_loop()
         lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._lines = lines
         source = stdin if stdin is not None else sys.stdin.buffer
 
         def reader() -> None:
@@ -228,7 +230,6 @@ class RpcServer:
                 except RuntimeError:  # the loop is already closed
                     pass
 
-        self._lines = lines
         threading.Thread(target=reader, name="rpc-stdin", daemon=True).start()
         if ready:
             self.out.write({"type": "ready"})
@@ -244,10 +245,10 @@ class RpcServer:
             held = []
             start = asyncio.ensure_future(self.session.hooks.start("startup"))
             start.add_done_callback(lambda t: (_report_failure(t, "extension start-up"), lines.put_nowait(_STARTED)))
-        while True:
+        while not self.exit_signal:
             line = await lines.get()
-            if line is None:
-                if held:  # stdin ended during start-up: nobody can answer a dialog now; then the held commands
+            if line is None or self.exit_signal:
+                if held and not self.exit_signal:  # stdin ended during start-up: nobody can answer a dialog now; then the held commands
                     if self._ui is not None:
                         self._ui.close()
                     await asyncio.wait([start], timeout=5)  # type: ignore[list-item]
@@ -272,6 +273,13 @@ class RpcServer:
                 self._schedule_warm_up(loop)
         await self.shutdown()
         return 0
+
+    def terminate(self, signum: int) -> None:
+        """SIGTERM/SIGHUP: end as at stdin EOF (work in flight aborted, tool processes killed, the session
+        flushed), without reading further lines; the process then exits with 128 + ``signum``."""
+        self.exit_signal = signum
+        if self._lines is not None:
+            self._lines.put_nowait(None)
 
     def _schedule_warm_up(self, loop: asyncio.AbstractEventLoop) -> None:
         """Warm up once no line has come for WARM_UP_IDLE_S: an SDK import takes the interpreter for a few

@@ -1,0 +1,166 @@
+"""SIGTERM and SIGHUP end the real process as cleanly as SIGINT and stdin EOF (pisces.modes.signals).
+
+Supervisors, IDEs and ``docker stop`` send SIGTERM; a closed terminal sends SIGHUP. Their default action left
+every tool process running (3 of 3). Now, in every mode (rpc, print, json):
+- the agent's tool processes (a bash tool call or an RPC ``bash`` running ``sleep 30 & sleep 31; wait``, each
+  in its own process group) are gone after the exit, and nothing else in their process groups lives on;
+- the exit status is what a shell expects after that signal: 143 (SIGTERM), 129 (SIGHUP);
+- the session file holds every entry of the run so far, each a whole JSON line;
+- stdout carries whole frames only.
+A signal the process was started ignoring (nohup's SIGHUP) stays ignored.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from proc_table import descendants, in_groups, live_processes
+from robust_harness import Agent, agent_env, strict_frame, write_faux_script
+
+SLEEPER = "sleep 30 & sleep 31; wait"
+EXIT_TIMEOUT = 15.0  # only bounds a hang: a clean exit takes well under a second
+
+
+def wait_descendants(pid: int, want: int, timeout: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = descendants(pid)
+        if len(found) >= want or time.monotonic() > deadline:
+            return found
+        time.sleep(0.02)
+
+
+def assert_all_gone(watched: list[int], groups: set[int]) -> None:
+    """Nothing watched (nor anything in their groups) may be alive; a killed child may take a moment to be
+    reaped by init once its parent is gone."""
+    deadline = time.monotonic() + 5
+    while True:
+        left = sorted(set(p for p in watched if p in live_processes()) | set(in_groups(groups)))
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    for pid in left:  # ours to clean up, by pid
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    assert not left, f"processes left behind after the signal: {left}"
+
+
+def session_lines(home: str) -> list[dict]:
+    files = glob.glob(os.path.join(home, ".pisces", "agent", "sessions", "*", "*.jsonl"))
+    assert len(files) == 1, files
+    with open(files[0], "rb") as f:
+        data = f.read()
+    assert data.endswith(b"\n"), "the session file ends with a whole line"
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def faux_agent(tmp_path, responses: list[dict]) -> tuple[Agent, str]:
+    home = str(tmp_path / "home")
+    script = write_faux_script(str(tmp_path / "script.json"), responses, loop=False)
+    agent = Agent(["--provider", "faux", "--faux-script", script], home=home, cwd=str(tmp_path / "work"))
+    agent.wait_for(lambda f: f.get("type") == "ready")
+    return agent, home
+
+
+def signal_and_check(agent: Agent, signum: int, kids: list[int]) -> None:
+    procs = live_processes()
+    groups = {procs[p].pgid for p in kids if p in procs}
+    os.kill(agent.pid, signum)
+    code = agent.wait_exit(EXIT_TIMEOUT)
+    assert code == 128 + signum, agent.describe(f"exit status after {signal.Signals(signum).name}: {code}")
+    assert_all_gone(kids, groups)
+    agent.wait_until(lambda: agent.eof, timeout=5, what="stdout EOF")
+    assert not agent.violations, agent.describe("stdout carried a torn or foreign line")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_rpc_signal_during_a_bash_tool_call(tmp_path, signum):
+    agent, home = faux_agent(tmp_path, [{"toolCalls": [{"name": "bash", "arguments": {"command": SLEEPER}}]},
+                                        {"text": "never reached"}])
+    try:
+        agent.send({"id": "p", "type": "prompt", "message": "sleep"})
+        agent.wait_for(lambda f: f.get("type") == "tool_execution_start")
+        kids = wait_descendants(agent.pid, 3)  # bash, sleep 30, sleep 31
+        assert len(kids) >= 3, f"the tool's processes did not start: {kids}"
+        signal_and_check(agent, signum, kids)
+        entries = session_lines(home)
+        calls = [e for e in entries if e.get("type") == "message" and e["message"]["role"] == "assistant"
+                 and any(c.get("type") == "toolCall" for c in e["message"]["content"])]
+        assert len(calls) == 1, "the tool call that was running is in the session file"
+        results = [e for e in entries if e.get("type") == "message" and e["message"]["role"] == "toolResult"]
+        assert len(results) == 1, "the aborted tool call's result is recorded too"
+    finally:
+        agent.cleanup()
+
+
+def test_rpc_sigterm_during_an_rpc_bash_command(tmp_path):
+    agent, _ = faux_agent(tmp_path, [{"text": "x"}])
+    try:
+        agent.send({"id": "b", "type": "bash", "command": SLEEPER})
+        kids = wait_descendants(agent.pid, 3)
+        assert len(kids) >= 3, f"the command's processes did not start: {kids}"
+        signal_and_check(agent, signal.SIGTERM, kids)
+    finally:
+        agent.cleanup()
+
+
+def test_rpc_sighup_ignored_at_start_stays_ignored(tmp_path):
+    """``nohup pisces --mode rpc``: the hang-up must not end it."""
+    home = str(tmp_path / "home")
+    script = write_faux_script(str(tmp_path / "script.json"), [{"text": "x"}], loop=False)
+    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # inherited by the child, as nohup does it
+    try:
+        agent = Agent(["--provider", "faux", "--faux-script", script], home=home, cwd=str(tmp_path / "work"))
+    finally:
+        signal.signal(signal.SIGHUP, old)
+    try:
+        agent.wait_for(lambda f: f.get("type") == "ready")
+        os.kill(agent.pid, signal.SIGHUP)
+        assert agent.request({"id": "s", "type": "get_state"})["success"] is True
+        assert agent.alive()
+    finally:
+        agent.cleanup()
+
+
+@pytest.mark.parametrize("mode,signum", [("json", signal.SIGTERM), ("print", signal.SIGHUP)])
+def test_print_and_json_modes_clean_up_on_a_signal(tmp_path, mode, signum):
+    home = str(tmp_path / "home")
+    os.makedirs(home)
+    work = tmp_path / "work"
+    work.mkdir()
+    script = write_faux_script(str(tmp_path / "script.json"), [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": SLEEPER}}]}, {"text": "never reached"}], loop=False)
+    argv = [sys.executable, "-m", "pisces", "--provider", "faux", "--faux-script", script]
+    argv += ["--mode", "json", "sleep"] if mode == "json" else ["-p", "sleep"]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=agent_env(home), cwd=str(work))
+    try:
+        kids = wait_descendants(proc.pid, 3, timeout=30)
+        assert len(kids) >= 3, f"the tool's processes did not start: {kids}"
+        procs = live_processes()
+        groups = {procs[p].pgid for p in kids if p in procs}
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=EXIT_TIMEOUT)
+        assert proc.returncode == 128 + signum, (proc.returncode, err[-2000:])
+        assert_all_gone(kids, groups)
+        if mode == "json":
+            frames = [strict_frame(line + b"\n") for line in out.splitlines()]
+            assert any(f["type"] == "tool_execution_start" for f in frames)
+        else:
+            assert out == b"", "no answer is printed for a run that was stopped"
+        entries = session_lines(home)
+        assert any(e.get("type") == "message" and e["message"]["role"] == "toolResult" for e in entries)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
