@@ -1,10 +1,10 @@
-"""SIGTERM and SIGHUP end the real process as cleanly as SIGINT and stdin EOF (pisces.modes.signals).
+"""SIGINT, SIGTERM and SIGHUP end the real process as cleanly as stdin EOF (pisces.modes.signals).
 
 Supervisors, IDEs and ``docker stop`` send SIGTERM; a closed terminal sends SIGHUP. Their default action left
 every tool process running (3 of 3). Now, in every mode (rpc, print, json):
 - the agent's tool processes (a bash tool call or an RPC ``bash`` running ``sleep 30 & sleep 31; wait``, each
   in its own process group) are gone after the exit, and nothing else in their process groups lives on;
-- the exit status is what a shell expects after that signal: 143 (SIGTERM), 129 (SIGHUP);
+- the exit status is what a shell expects after that signal: 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP);
 - the session file holds every entry of the run so far, each a whole JSON line;
 - stdout carries whole frames only.
 A signal the process was started ignoring (nohup's SIGHUP) stays ignored.
@@ -83,7 +83,7 @@ def signal_and_check(agent: Agent, signum: int, kids: list[int]) -> None:
     assert not agent.violations, agent.describe("stdout carried a torn or foreign line")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_rpc_signal_during_a_bash_tool_call(tmp_path, signum):
     agent, home = faux_agent(tmp_path, [{"toolCalls": [{"name": "bash", "arguments": {"command": SLEEPER}}]},
                                         {"text": "never reached"}])
@@ -132,7 +132,7 @@ def test_rpc_sighup_ignored_at_start_stays_ignored(tmp_path):
         agent.cleanup()
 
 
-@pytest.mark.parametrize("mode,signum", [("json", signal.SIGTERM), ("print", signal.SIGHUP)])
+@pytest.mark.parametrize("mode,signum", [("json", signal.SIGTERM), ("print", signal.SIGHUP), ("print", signal.SIGINT)])
 def test_print_and_json_modes_clean_up_on_a_signal(tmp_path, mode, signum):
     home = str(tmp_path / "home")
     os.makedirs(home)

@@ -4,8 +4,8 @@
 then every event in pi's shape (``--stream-profile`` picks a leaner ``message_update``). Piped stdin is read
 and joined to the prompt, as pi does. In both modes retries and compactions are reported on stderr as they
 happen. Exit codes: 0 when the last reply succeeded, 1 when it ended in an error or was aborted (the error
-goes to stderr), 2 for bad usage, 143/129 after SIGTERM/SIGHUP (the run is aborted, its tool processes
-killed, the session file closed: pisces.modes.signals).
+goes to stderr), 2 for bad usage, 130/143/129 after SIGINT/SIGTERM/SIGHUP (the run is aborted, its tool
+processes killed, the session closed: pisces.modes.signals).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from pisces.modes.rpc.output import FrameWriter
 
-SIGNAL_GRACE_S = 2.0  # after SIGTERM/SIGHUP, how long the aborted run may take to end before it is cancelled
+SIGNAL_GRACE_S = 2.0  # after a signal, how long the aborted run may take to end before it is cancelled
 
 
 def _read_piped_stdin() -> str | None:
@@ -65,8 +65,8 @@ async def _run(args: Any, json_events: bool, received: list[int]) -> int:
     stopping: list[asyncio.Future] = []
 
     def on_signal(signum: int) -> None:
-        """SIGTERM/SIGHUP: abort the run as the ``abort`` command does (the aborted reply is recorded, the tool
-        processes killed); should it not end within SIGNAL_GRACE_S, cancel it outright."""
+        """SIGINT/SIGTERM/SIGHUP: abort the run as the ``abort`` command does (the aborted reply is recorded,
+        the tool processes killed); should it not end within SIGNAL_GRACE_S, cancel it outright."""
         received.append(signum)
         stopping.append(asyncio.ensure_future(session.abort()))
         loop.call_later(SIGNAL_GRACE_S, main.cancel)

@@ -1,10 +1,11 @@
-"""SIGTERM and SIGHUP end pisces as cleanly as SIGINT and stdin EOF do, in every mode.
+"""SIGINT, SIGTERM and SIGHUP end pisces as cleanly as stdin EOF does, in every mode.
 
 Supervisors, IDEs and ``docker stop`` send SIGTERM; a closed terminal sends SIGHUP. Their default action kills
 the process on the spot, leaving the agent's tool processes (each in its own process group) running and a
-frame possibly half written. With :func:`install` they reach the mode's ``on_signal`` on the event loop,
-between two frames: the mode aborts the work in flight (which kills the tool processes), flushes and closes
-the session, and exits with ``128 + signal`` (143, 129), as a shell reports a process ended by that signal.
+frame possibly half written; SIGINT's KeyboardInterrupt cancelled the tasks without recording the aborted
+reply. With :func:`install` all three reach the mode's ``on_signal`` on the event loop, between two frames:
+the mode aborts the work in flight (which kills the tool processes and records what was aborted), closes the
+session, and exits with ``128 + signal`` (130, 143, 129), as a shell reports a process ended by that signal.
 A second signal while that runs kills the tool processes and exits at once. A signal the process was started
 ignoring (``nohup`` ignores SIGHUP) stays ignored.
 """
@@ -16,7 +17,7 @@ import os
 import signal
 from typing import Callable
 
-TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+TERMINATING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def exit_code(signum: int) -> int:
@@ -31,7 +32,8 @@ def kill_tool_processes() -> None:
 
 
 def install(loop: asyncio.AbstractEventLoop, on_signal: Callable[[int], None]) -> Callable[[], None]:
-    """Route SIGTERM and SIGHUP to ``on_signal(signum)`` on ``loop``; returns a function that removes them."""
+    """Route SIGINT, SIGTERM and SIGHUP to ``on_signal(signum)`` on ``loop``; returns a function that removes
+    them (SIGINT then raises KeyboardInterrupt again)."""
     first: list[int] = []
 
     def handle(signum: int) -> None:

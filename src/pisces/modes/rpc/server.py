@@ -74,7 +74,7 @@ class RpcServer:
         self.host_tools: Any = None  # the HostToolBridge, made by the first set_host_tools
         self._lines: asyncio.Queue | None = None
         self._shutdown_requested = False
-        self.exit_signal = 0  # the SIGTERM/SIGHUP that ended the process (pisces.modes.signals)
+        self.exit_signal = 0  # the SIGINT/SIGTERM/SIGHUP that ended the process (pisces.modes.signals)
         session.subscribe(self._emit)
         session.ui_factory = self._make_ui
         # an extension's ctx.shutdown() ends the process once the current command is answered; a replaced
@@ -275,8 +275,8 @@ class RpcServer:
         return 0
 
     def terminate(self, signum: int) -> None:
-        """SIGTERM/SIGHUP: end as at stdin EOF (work in flight aborted, tool processes killed, the session
-        flushed), without reading further lines; the process then exits with 128 + ``signum``."""
+        """SIGINT/SIGTERM/SIGHUP: end as at stdin EOF (work in flight aborted, tool processes killed, the
+        session flushed), without reading further lines; the process then exits with 128 + ``signum``."""
         self.exit_signal = signum
         if self._lines is not None:
             self._lines.put_nowait(None)
