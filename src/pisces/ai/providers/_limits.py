@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import os
-import zlib
 from contextvars import ContextVar
 from typing import Any, AsyncIterator, Callable, Iterator
 
@@ -105,10 +104,14 @@ class _Inflater:
     """gzip/deflate, inflated in pieces of at most ``_INFLATE_PIECE`` bytes (a bomb is stopped by the limit)."""
 
     def __init__(self, encoding: str) -> None:
+        import zlib  # only a compressed reply needs it
+
+        self.zlib = zlib
         self.raw_fallback = encoding == "deflate"  # "deflate" is zlib-wrapped, or raw from some servers
         self.d = zlib.decompressobj(zlib.MAX_WBITS if encoding == "deflate" else zlib.MAX_WBITS | 16)
 
     def feed(self, data: bytes) -> Iterator[bytes]:
+        zlib = self.zlib
         try:
             piece = self.d.decompress(data, _INFLATE_PIECE)
         except zlib.error:
