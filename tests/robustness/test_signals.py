@@ -164,3 +164,50 @@ def test_print_and_json_modes_clean_up_on_a_signal(tmp_path, mode, signum):
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def test_acp_mode_cleans_up_on_sigterm(tmp_path):
+    """``pisces --mode acp`` (an editor closing it sends SIGTERM), a local bash tool call running."""
+    import asyncio
+
+    acp = pytest.importorskip("acp")
+    from acp.schema import ClientCapabilities, FileSystemCapabilities
+
+    home = str(tmp_path / "home")
+    work = tmp_path / "work"
+    work.mkdir()
+    os.makedirs(home)
+    script = write_faux_script(str(tmp_path / "script.json"), [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": SLEEPER}}]}, {"text": "never reached"}], loop=False)
+
+    class Editor:  # no fs, no terminal: the agent runs its tools itself
+        async def session_update(self, session_id, update, **kwargs):
+            pass
+
+        async def request_permission(self, session_id, tool_call, options, **kwargs):
+            raise acp.RequestError.method_not_found("session/request_permission")
+
+        def on_connect(self, conn):
+            pass
+
+    async def body() -> tuple[int, list[int], set[int]]:
+        pisces = os.path.join(os.path.dirname(sys.executable), "pisces")
+        async with acp.spawn_agent_process(Editor(), pisces, "--mode", "acp", "--faux-script", script,
+                                           env=agent_env(home), cwd=str(work),
+                                           transport_kwargs={"stderr": subprocess.DEVNULL}) as (conn, proc):
+            await asyncio.wait_for(conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=False, write_text_file=False), terminal=False)), 30)
+            sid = (await asyncio.wait_for(conn.new_session(cwd=str(work), mcp_servers=[]), 30)).session_id
+            turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[acp.text_block("sleep")]))
+            kids = await asyncio.to_thread(wait_descendants, proc.pid, 3, 30)
+            procs = live_processes()
+            groups = {procs[p].pgid for p in kids if p in procs}
+            proc.send_signal(signal.SIGTERM)
+            code = await asyncio.wait_for(proc.wait(), EXIT_TIMEOUT)
+            turn.cancel()
+            return code, kids, groups
+
+    code, kids, groups = asyncio.run(asyncio.wait_for(body(), 90))
+    assert len(kids) >= 3, f"the tool's processes did not start: {kids}"
+    assert code == 128 + signal.SIGTERM
+    assert_all_gone(kids, groups)

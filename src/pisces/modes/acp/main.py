@@ -2,7 +2,8 @@
 
 stdout carries protocol frames only: the real stdout is kept on a private descriptor and descriptor 1 is
 pointed at stderr, so a stray ``print`` (ours, a library's, a child process's) cannot corrupt the stream.
-stdin EOF ends the process with code 0 after every session was stopped and its file flushed.
+stdin EOF ends the process with code 0 after every session was stopped and its file flushed; SIGINT, SIGTERM
+and SIGHUP the same way, with 130, 143, 129 (pisces.modes.signals).
 """
 
 from __future__ import annotations
@@ -53,12 +54,28 @@ async def _serve(args: Any, out_fd: int) -> int:
     transport = StdioTransport(out_fd, on_eof=at_eof)
     conn = AgentSideConnection(agent, transport, listening=False, use_unstable_protocol=True,
                                observers=[watch.observe, in_flight.observe])
+    from pisces.modes import signals
+
+    received: list[int] = []
+    main = asyncio.current_task()
+
+    def on_signal(signum: int) -> None:  # SIGINT/SIGTERM/SIGHUP: stop the turns, then leave as at EOF
+        received.append(signum)
+        agent.cancel_all()
+        if main is not None:
+            main.cancel()
+
+    remove_signals = signals.install(asyncio.get_running_loop(), on_signal)
     try:
         await conn.listen()
+    except asyncio.CancelledError:
+        if not received:
+            raise
     finally:
         await agent.shutdown()
         await conn.close()
-    return 0
+        remove_signals()
+    return signals.exit_code(received[0]) if received else 0
 
 
 def run_acp(args: Any) -> int:
@@ -73,5 +90,8 @@ def run_acp(args: Any) -> int:
 
         traceback.print_exc()
         code = 1
+    from pisces.modes.signals import kill_tool_processes
+
+    kill_tool_processes()  # whatever the shutdown could not stop in time (no-op when nothing runs)
     sys.stderr.flush()
     os._exit(code)  # the stdin reader thread may still sit in a blocking read
