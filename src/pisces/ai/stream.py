@@ -85,7 +85,8 @@ class _Coalescer:
         self.prev = now
         out: tuple[AssistantMessageEvent, ...] = ()
         held: Any = self.held
-        if held is not None and (type(held) is not type(item) or held.contentIndex != item.contentIndex):
+        if held is not None and (type(held) is not type(item)
+                                 or held.contentIndex != item.contentIndex):  # another block: send what is held
             out = (self.flush(),)
             held = None
         if held is None:
