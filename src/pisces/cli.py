@@ -12,7 +12,8 @@ from pisces import __version__
 
 THINKING_CHOICES = ("off", "minimal", "low", "medium", "high", "xhigh")
 MODES = ("text", "json", "rpc", "acp")
-STREAM_PROFILES = ("full", "lean", "deltas")  # pisces.modes.stream_encoding.PROFILES, without importing it
+STREAM_PROFILES = ("full", "lean", "deltas")
+APPROVAL_MODES = ("yolo", "write", "always-ask")  # pisces.core.approval.MODES, without importing it  # pisces.modes.stream_encoding.PROFILES, without importing it
 
 # Flags pisces accepts for pi's wrappers but does not act on (yet): dest -> why. A mode prints one line about
 # the ones given. Features built later remove their entry here.
@@ -119,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="RPC and json modes: what message_update frames carry: full (pi's frames, the "
                         "default), lean (the snapshot once) or deltas (no snapshots)")
     _add_trust_flags(p)
+    p.add_argument("--approval-mode", dest="approval_mode", type=_choice(APPROVAL_MODES, "--approval-mode"),
+                   help="which tool calls run without asking (docs/approval.md): yolo (all), write (reads and "
+                        "edits; commands ask), always-ask (only reads); known-dangerous commands always ask")
+    p.add_argument("--yolo", dest="approval_mode", action="store_const", const="yolo",
+                   help="the same as --approval-mode yolo")
     return p
 
 

@@ -85,7 +85,7 @@ def _begin(*, cwd: str | None = None, provider: str | None = None, model: str | 
            no_extensions: bool = False, extension_flags: list[str] | None = None,
            skill_paths: list[str] | None = None, no_skills: bool = False,
            prompt_template_paths: list[str] | None = None, no_prompt_templates: bool = False,
-           backends: Any = None, fork: str | None = None) -> _Plan:
+           backends: Any = None, fork: str | None = None, approval_mode: str | None = None) -> _Plan:
     plan = _Plan()
     plan.__dict__.update(locals())
     del plan.__dict__["plan"]
@@ -257,6 +257,11 @@ def _finish(plan: _Plan) -> AgentSession:
         from pisces.core.extensions.host import ExtensionHost
 
         ExtensionHost(sess, plan.ext_options, plan.loaded)
+    from pisces.core.approval import MODES as APPROVAL_MODES, attach as attach_approval
+
+    if plan.approval_mode is not None and plan.approval_mode not in APPROVAL_MODES:
+        raise SessionConfigError(f"Invalid approval mode '{plan.approval_mode}': use yolo, write or always-ask")
+    attach_approval(sess, cli_mode=plan.approval_mode)  # the approval gate (docs/approval.md)
     if _has_budget_settings(settings):  # otherwise nothing of pisces.core.budget is even imported
         from pisces.core.budget import attach_from_settings
 
@@ -297,7 +302,8 @@ def _session_kwargs(args: Any) -> dict[str, Any]:
         extension_paths=getattr(args, "extensions", None), no_extensions=getattr(args, "no_extensions", False),
         extension_flags=getattr(args, "extension_flags", None), skill_paths=getattr(args, "skills", None),
         no_skills=getattr(args, "no_skills", False), prompt_template_paths=getattr(args, "prompt_templates", None),
-        no_prompt_templates=getattr(args, "no_prompt_templates", False))
+        no_prompt_templates=getattr(args, "no_prompt_templates", False),
+        approval_mode=getattr(args, "approval_mode", None))
 
 
 def create_session_from_args(args: Any, **overrides: Any) -> AgentSession:

@@ -154,6 +154,10 @@ def write_atomic(path: str, text: str) -> None:
 # ---------------------------------------------------------------------------------------------
 # Settings
 # ---------------------------------------------------------------------------------------------
+class SettingsWriteError(OSError):
+    """A change that must be saved (``update_global``) could not be: the text says which file and why."""
+
+
 class Settings:
     """Merged view of the global and project settings files, with pi's defaults."""
 
@@ -422,6 +426,37 @@ class Settings:
                     section = {}
                     target[key] = section
                 section[nested] = value
+
+    def update_global(self, key: str, nested: str | None, change: Any) -> Any:
+        """Read-modify-write one global value under the file's lock: ``change(value on disk)`` (None when
+        absent) returns the new value, or raises to change nothing. Unlike the setters, a file that cannot be
+        read, parsed or written is an error (``SettingsWriteError``), never a change kept in memory only."""
+        from pisces.core.file_lock import FileLock
+
+        with self._lock:
+            if self._global_error:
+                raise SettingsWriteError(f"{self.global_path} cannot be used; fix it first ({self._global_error})")
+            try:
+                with FileLock(self.global_path):
+                    try:
+                        on_disk = _parse(read_text(self.global_path, CONFIG_MAX_BYTES))
+                    except FileNotFoundError:
+                        on_disk = {}
+                    except (OSError, UnicodeDecodeError, ValueError) as exc:
+                        raise SettingsWriteError(f"could not read {self.global_path}: {exc}") from None
+                    section = on_disk.get(key) if nested is not None else on_disk
+                    name = nested if nested is not None else key
+                    current = section.get(name) if isinstance(section, dict) else None
+                    value = change(copy.deepcopy(current))  # may raise: nothing is written
+                    self._apply(on_disk, [(key, nested, value)])
+                    write_atomic(self.global_path, dumps_js(on_disk))
+            except SettingsWriteError:
+                raise
+            except (OSError, TypeError) as exc:
+                raise SettingsWriteError(f"could not save {self.global_path}: {exc}") from None
+            self._global = on_disk
+            self._merged = deep_merge(self._global, self._project)
+            return value
 
     def _set_global(self, changes: list[tuple[str, str | None, Any]]) -> None:
         with self._lock:

@@ -45,9 +45,13 @@ def normalize(tools: Any) -> list[dict[str, Any]]:
             raise ValueError(f'Host tool "{name}" must provide a JSON Schema object')
         label = tool.get("label").strip() if isinstance(tool.get("label"), str) and tool["label"].strip() else name
         timeout = tool.get("timeoutMs")
+        tier = tool.get("tier", "exec")
+        if tier not in ("read", "write", "exec"):
+            raise ValueError(f'Host tool "{name}": tier must be "read", "write" or "exec"')
         out.append({"name": name, "label": label, "description": description, "parameters": params,
                     "hidden": tool.get("hidden") is True,
-                    "timeoutMs": int(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else None})
+                    "timeoutMs": int(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else None,
+                    "tier": tier})
     return out
 
 
@@ -59,6 +63,7 @@ class HostTool(AgentTool):
         self.parameters = definition["parameters"]
         self.hidden = definition["hidden"]
         self.timeout_ms = definition["timeoutMs"]
+        self.approval_tier = definition["tier"]  # what the approval policy sees (docs/approval.md)
         self._bridge = bridge
 
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: Any, on_update: Any) -> Any:

@@ -72,6 +72,12 @@ async def _run(args: Any, json_events: bool, received: list[int]) -> int:
         loop.call_later(SIGNAL_GRACE_S, main.cancel)
 
     remove_signals = signals.install(loop, on_signal)
+    if session.approval is not None:  # nobody to ask here: what needs approval is denied, and stderr says so
+        from pisces.core.approval import UIApprover
+
+        where = "json mode" if json_events else "print mode (-p)"
+        session.approval.set_approver(UIApprover(lambda: session.ui, where,
+                                                 notice=lambda text: sys.stderr.write(f"pisces: {text}\n")))
     last_error: str | None = None
     try:
         await session.hooks.start("startup")  # extensions: no UI here, dialogs answer their defaults at once

@@ -71,7 +71,8 @@ async def test_without_client_capabilities_the_tools_stay_local_and_never_call_t
     with open(app, "w") as f:
         f.write("saved = 0\nunsaved = 1\n")
     editor = Editor(buffers={app: "a buffer the agent must not see\n"})
-    async with running(home, editor, "--faux-script", home.script(FILE_TURN)) as conn:
+    # --yolo: no permission request either (the default mode would ask before the bash call)
+    async with running(home, editor, "--faux-script", home.script(FILE_TURN), "--yolo") as conn:
         sid = (await conn.new_session(cwd=home.cwd, mcp_servers=[])).session_id
         reply = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=prompt_text("edit it")), HANG)
     assert reply.stop_reason == "end_turn"

@@ -65,7 +65,7 @@ def test_stray_output_never_reaches_stdout_and_every_frame_validates_against_the
     with open(script, "w") as f:
         json.dump([{"toolCalls": [{"name": "bash", "arguments": {"command": "echo LEAK; echo LEAK >&2"}}]},
                    {"text": "ok"}], f)
-    proc = _acp(home, "--faux-script", script)
+    proc = _acp(home, "--faux-script", script, "--yolo")  # no permission request: this driver does not answer one
     try:
         proc.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
         _answer(proc, 1)

@@ -89,6 +89,8 @@ class ToolDefinition:
         self.prompt_guidelines = list(pick(spec, "prompt_guidelines", "promptGuidelines") or [])
         self.prepare_arguments = pick(spec, "prepare_arguments", "prepareArguments")
         self.execution_mode = pick(spec, "execution_mode", "executionMode")
+        # the approval tier (docs/approval.md): "read", "write", "exec", or a function of the arguments; else exec
+        self.tier = pick(spec, "tier")
 
 
 class CommandDefinition:

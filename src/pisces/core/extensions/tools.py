@@ -56,6 +56,7 @@ class ExtensionTool(AgentTool):
         self.description = definition.description
         self.parameters = definition.parameters
         self._make_context = make_context
+        self.approval_tier = definition.tier if definition.tier is not None else "exec"
         if definition.prepare_arguments is not None:
             self.prepare_arguments = definition.prepare_arguments  # type: ignore[method-assign]
 

@@ -169,6 +169,10 @@ class PiscesAgent:
                 session = await asyncio.to_thread(build)
             except SessionConfigError as exc:
                 raise RequestError(-32603, str(exc)) from None
+        if session.approval is not None:  # tool calls the policy asks about go to the editor (docs/approval.md)
+            from .permission import AcpApprover
+
+            session.approval.set_approver(AcpApprover(self._conn, binding, cwd, fallback=session.approval.fallback))
         await session.hooks.start("startup")  # extensions' session_start (nothing when there are none)
         acp_session = AcpSession(session, self._conn, binding)
         self._sessions[acp_session.id] = acp_session

@@ -1,9 +1,9 @@
 """The ACP approver: asks the client whether a tool call may run, with ``session/request_permission``.
 
-It has the shape of the team's approval interface (TEAM.md, interface 7): the approval policy decides allow,
-deny or ask; on ask it calls ``await approver.approve(request, timeout_ms=..., signal=...)``. Until
-``pisces.core.approval`` exists, ``ApprovalRequest`` and ``ApprovalAnswer`` below stand for its types, and
-``approve`` also takes a plain mapping with the camelCase names of the interface.
+The approval policy (``pisces.core.approval``) decides allow, deny or ask; on ask the session calls
+``await approver.approve(request, timeout_ms=..., signal=...)`` with the core's ``ApprovalRequest`` (a plain
+mapping with the interface's camelCase names works too) and gets an ``ApprovalAnswer``. ``PiscesAgent`` makes
+one approver per session; ACP editors can always be asked, so the default approval mode here is ``write``.
 
 What the client is shown (the faults editor users report most: a card that does not say what it approves):
 the title names the command or the path ("Run `rm -rf build`", "Edit src/app.py"), ``rawInput`` carries the
@@ -21,11 +21,12 @@ How it ends, exactly once, and never as a silent denial that looks like a person
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from acp import RequestError, text_block, tool_content
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
+
+from pisces.core.approval.types import ApprovalAnswer, ApprovalRequest, as_request
 
 from . import toolview
 
@@ -36,37 +37,6 @@ OPTIONS = {  # option id -> (label, ACP kind, scope)
     "allow-always": ("Always allow", "allow_always", "always"),
     "reject-once": ("Reject", "reject_once", None),
 }
-
-
-@dataclass
-class ApprovalRequest:
-    tool_call_id: str
-    tool_name: str
-    tier: str = ""
-    identity: dict[str, Any] = field(default_factory=dict)  # {"command": ...} or {"path": ..., "content": ...}
-    input: dict[str, Any] = field(default_factory=dict)     # the call's arguments, secrets redacted
-    detail: str | None = None                               # why the policy asks
-    scopes: tuple[str, ...] = ("once", "session")           # what the person may choose beyond once
-
-
-@dataclass
-class ApprovalAnswer:
-    approved: bool
-    scope: str | None  # once / session / always, when approved
-    reason: str        # user / timeout / cancelled / unavailable / invalid
-    message: str       # a sentence for the model and the user
-
-
-def as_request(request: Any) -> ApprovalRequest:
-    if isinstance(request, ApprovalRequest):
-        return request
-    if isinstance(request, Mapping):
-        return ApprovalRequest(
-            tool_call_id=str(request.get("toolCallId", "")), tool_name=str(request.get("toolName", "")),
-            tier=str(request.get("tier", "")), identity=dict(request.get("identity") or {}),
-            input=dict(request.get("input") or {}), detail=request.get("detail"),
-            scopes=tuple(request.get("scopes") or ("once", "session")))
-    raise TypeError(f"not an approval request: {type(request).__name__}")
 
 
 def permission_title(request: ApprovalRequest) -> str:
@@ -81,6 +51,9 @@ def permission_title(request: ApprovalRequest) -> str:
 
 
 class AcpApprover:
+    default_mode = "write"  # an editor can always be asked (session/request_permission is part of ACP)
+    asks = "acp"
+
     def __init__(self, conn: Any, binding: Any, cwd: str, *, fallback: str = "deny") -> None:
         self._conn = conn
         self._binding = binding

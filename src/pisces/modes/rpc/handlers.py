@@ -413,6 +413,74 @@ def h_set_host_tools(server: Any, cmd: dict) -> Any:
     return {"toolNames": names}
 
 
+# -- tool approval (docs/approval.md) -----------------------------------------------------------------
+def h_negotiate_protocol(server: Any, cmd: dict) -> Any:
+    caps = cmd.get("clientCapabilities", cmd.get("capabilities"))
+    if caps is None:
+        caps = {}
+    if not isinstance(caps, dict):
+        raise RpcError(f"Invalid 'clientCapabilities': expected an object, got {_kind(caps)}")
+    version = cmd.get("protocolVersion")
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
+        raise RpcError(f"Invalid 'protocolVersion': expected a positive integer, got {_kind(version)}")
+    return server.set_client_capabilities(caps)
+
+
+def _approval(server: Any) -> Any:
+    approval = getattr(server.session, "approval", None)
+    if approval is None:
+        raise RpcError("Tool approval is not available in this session")
+    return approval
+
+
+async def _approval_call(fn: Any, *args: Any) -> Any:
+    import asyncio
+
+    try:
+        return await asyncio.to_thread(fn, *args)  # settings are files: read and written off the event loop
+    except ValueError as exc:
+        raise RpcError(f"Invalid approval rule: {exc}") from None
+
+
+def h_list_approval_rules(server: Any, cmd: dict) -> Any:
+    import asyncio
+
+    return asyncio.to_thread(_approval(server).list_rules)
+
+
+def h_add_approval_rule(server: Any, cmd: dict) -> Any:
+    if "rule" not in cmd:
+        raise RpcError("add_approval_rule needs 'rule': {tool, match?, approval, reason?}")
+    return _approval_call(_approval(server).add_rule, cmd.get("rule"), cmd.get("index"))
+
+
+def h_remove_approval_rule(server: Any, cmd: dict) -> Any:
+    if "index" not in cmd:
+        raise RpcError("remove_approval_rule needs 'index' (as list_approval_rules numbers the global rules)")
+    return _approval_call(_approval(server).remove_rule, cmd.get("index"), cmd.get("rule"))
+
+
+async def _set_approval_mode(approval: Any, mode: Any, persist: bool) -> Any:
+    import asyncio
+
+    try:
+        state = approval.set_mode(mode)
+    except ValueError as exc:
+        raise RpcError(str(exc)) from None
+    if persist:
+        await asyncio.to_thread(approval.save_mode, mode)
+    return state
+
+
+def h_set_approval_mode(server: Any, cmd: dict) -> Any:
+    if "mode" not in cmd:
+        raise RpcError("set_approval_mode needs 'mode': 'yolo', 'write', 'always-ask' or null")
+    persist = cmd.get("persist", False)
+    if not isinstance(persist, bool):
+        raise RpcError(f"Invalid 'persist': expected true or false, got {_kind(persist)}")
+    return _set_approval_mode(_approval(server), cmd.get("mode"), persist)
+
+
 def h_clear_queue(server: Any, cmd: dict) -> Any:
     steering, follow_up = server.session.clear_queue()
     return {"steering": steering, "followUp": follow_up}
@@ -467,4 +535,9 @@ COMMANDS: dict[str, Callable[[Any, dict], Any]] = {
     "set_budget": h_set_budget,
     "reload_resources": h_reload_resources,
     "set_host_tools": h_set_host_tools,
+    "negotiate_protocol": h_negotiate_protocol,
+    "list_approval_rules": h_list_approval_rules,
+    "add_approval_rule": h_add_approval_rule,
+    "remove_approval_rule": h_remove_approval_rule,
+    "set_approval_mode": h_set_approval_mode,
 }

@@ -59,7 +59,8 @@ def _js_int(text: str) -> int | float:
 
 
 # Frames that answer a request of ours: routed at once, never queued, never answered.
-ANSWER_TYPES = ("extension_ui_response", "hook_ui_response", "host_tool_result", "host_tool_update")
+ANSWER_TYPES = ("extension_ui_response", "hook_ui_response", "host_tool_result", "host_tool_update",
+                "tool_approval_response")
 
 
 class RpcServer:
@@ -75,6 +76,13 @@ class RpcServer:
         self._lines: asyncio.Queue | None = None
         self._shutdown_requested = False
         self.exit_signal = 0  # the SIGINT/SIGTERM/SIGHUP that ended the process (pisces.modes.signals)
+        self.typed_approvals = False  # the client announced typedToolApprovals (negotiate_protocol)
+        self.approvals: Any = None  # the ClientApprover asking this client (pisces.modes.approvals)
+        if getattr(session, "approval", None) is not None:
+            from pisces.modes.approvals import ClientApprover
+
+            self.approvals = ClientApprover(self._send_approval, typed=lambda: self.typed_approvals)
+            session.approval.set_approver(self.approvals)
         session.subscribe(self._emit)
         session.ui_factory = self._make_ui
         # an extension's ctx.shutdown() ends the process once the current command is answered; a replaced
@@ -101,9 +109,41 @@ class RpcServer:
         """A request of ours (extension UI, host tool call): written like any frame."""
         self.out.write(frame)
 
+    def _send_approval(self, frame: dict[str, Any]) -> None:
+        """An approval frame, in the form this client understands (typed, or pi's select)."""
+        from pisces.modes.approvals import client_form
+
+        self.out.write(client_form(frame, self.typed_approvals))
+
+    def set_client_capabilities(self, capabilities: dict[str, Any]) -> dict[str, Any]:
+        """``negotiate_protocol``: what this client understands. Approval requests already open are sent
+        again in the new form (and withdrawn in the old one), after the response."""
+        from pisces.modes.approvals import TYPED_TOOL_APPROVALS, client_form
+
+        value = capabilities.get("typedToolApprovals", False)
+        if isinstance(value, bool) or (isinstance(value, int) and value >= 0):
+            typed = bool(value)
+        else:
+            raise RpcError("Invalid 'typedToolApprovals': expected a version number (1) or true/false")
+        before, self.typed_approvals = self.typed_approvals, typed
+        if before != typed and self.approvals is not None and len(self.approvals.pending):
+            from pisces.modes.approvals import cancel_frame
+
+            def resend() -> None:
+                for frame in self.approvals.pending_frames():
+                    self.out.write(client_form(cancel_frame(frame["id"], frame["toolCallId"], "resent"), before))
+                    self.out.write(client_form(frame, typed))
+
+            asyncio.get_running_loop().call_soon(resend)
+        return {"protocolVersion": 2, "serverCapabilities": {"typedToolApprovals": TYPED_TOOL_APPROVALS},
+                "clientCapabilities": {"typedToolApprovals": TYPED_TOOL_APPROVALS if typed else 0}}
+
     def _route_answer(self, ctype: str, frame: dict[str, Any]) -> None:
         """Answers to our requests. An unknown id is ignored, and nothing is ever written back."""
-        if ctype in ("extension_ui_response", "hook_ui_response"):
+        if ctype == "tool_approval_response" or (self.approvals is not None and self.approvals.owns(frame.get("id"))):
+            if self.approvals is not None:
+                self.approvals.answer(frame)
+        elif ctype in ("extension_ui_response", "hook_ui_response"):
             if self._ui is not None:
                 self._ui.answer(frame)
         elif self.host_tools is not None:
@@ -321,6 +361,8 @@ class RpcServer:
             self._ui.close()
         if self.host_tools is not None:
             self.host_tools.pending.close()
+        if self.approvals is not None:
+            self.approvals.close()
         try:
             await asyncio.wait_for(self.session.shutdown(), timeout=0.8)
         except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - exiting regardless

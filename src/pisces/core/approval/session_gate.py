@@ -1,0 +1,291 @@
+"""``SessionApproval``: the approval policy joined to one session's tool-call gate (rank 20, after the
+extensions, before budget counting), with the session's mode, grants, pending requests and rule commands.
+
+What it is given (and nothing more of the session): its ``Settings``, its working directory, a way to get
+the session UI (for the default approver), and its events (a ``session_changed`` for a new, switched or
+forked session releases the session grants).
+
+The approver is the mode's (``set_approver``): RPC asks its client with typed frames or pi's ``select``,
+ACP asks the editor with ``session/request_permission``. Without one, ``UIApprover`` asks through the
+session UI, which in print and json modes is nobody: the call is denied with a sentence that says so.
+
+The mode, by precedence: ``set_mode`` (the RPC command ``set_approval_mode``), the CLI (``--approval-mode``,
+``--yolo``), the settings (``tools.approvalMode``: the global file; a trusted project's file wins over it, an
+untrusted project's may only make it stricter), and last the approver's default: ``write`` where a person can
+be asked properly (an RPC client that announced typed approvals, an ACP editor), ``yolo`` elsewhere (pi's
+clients, print mode), so that pisces stays a drop-in for pi. Known-dangerous commands ask in every mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from typing import Any, Callable
+
+from pisces.agent.types import GateDecision
+from pisces.core.approval import types as T
+
+DEFAULT_TIMEOUT_MS = 300_000  # five minutes; then the call is denied
+MAX_TIMEOUT_MS = 86_400_000  # 24 h
+_KEY = "tools"
+_END_GRANTS = ("new", "switch", "fork")
+
+
+class UIApprover:
+    """The default approver: pi's ``select`` with ``Approve``/``Deny`` through the session UI; with no UI
+    (print and json modes, the SDK without one) nobody can be asked and the call is denied."""
+
+    default_mode = "yolo"
+
+    @property
+    def asks(self) -> str:
+        return "select" if getattr(self._ui(), "has_ui", False) else "nobody"
+
+    def __init__(self, ui: Callable[[], Any], where: str = "this mode",
+                 notice: Callable[[str], None] | None = None) -> None:
+        self._ui = ui
+        self.where = where
+        self.notice = notice
+
+    async def approve(self, request: Any, *, timeout_ms: int | None = None, signal: Any = None) -> T.ApprovalAnswer:
+        req = T.as_request(request)
+        ui = self._ui()
+        if not getattr(ui, "has_ui", False):
+            answer = T.nobody_to_ask(req.tool_name, req.detail, self.where)
+            if self.notice is not None:
+                self.notice(answer.message)
+            return answer
+        limit = timeout_ms or DEFAULT_TIMEOUT_MS
+        from pisces.core.approval.frames import request_title
+
+        value = await ui.select(request_title(req), ["Approve", "Deny"], timeout_ms=limit, signal=signal)
+        if value == "Approve":
+            return T.approved(req.tool_name, "once")
+        if value == "Deny":
+            return T.rejected(req.tool_name)
+        if signal is not None and signal.aborted:
+            return T.cancelled(req.tool_name)
+        return T.timed_out(req.tool_name, limit)  # no answer: the dialog's time ran out or it was dismissed
+
+
+class SessionApproval:
+    def __init__(self, settings: Any, cwd: str, *, ui: Callable[[], Any] | None = None,
+                 cli_mode: str | None = None) -> None:
+        self.settings = settings
+        self.cwd = cwd
+        self.cli_mode = cli_mode
+        self.command_mode: str | None = None
+        self.approver: Any = None
+        self._ui = ui or (lambda: None)
+        self._default_approver: Any = None
+        self.grants: set[tuple[str, ...]] = set()
+        self.pending: dict[str, dict[str, Any]] = {}
+        self._policy: Any = None
+        self._policy_key: Any = None
+
+    # -- wiring ----------------------------------------------------------------------------------
+    def set_approver(self, approver: Any) -> None:
+        self.approver = approver
+
+    def current_approver(self) -> Any:
+        if self.approver is not None:
+            return self.approver
+        if self._default_approver is None:
+            self._default_approver = UIApprover(self._ui)
+        return self._default_approver
+
+    def on_event(self, event: Any) -> None:
+        if isinstance(event, dict) and event.get("type") == "session_changed" and event.get("reason") in _END_GRANTS:
+            self.grants.clear()
+
+    # -- settings ----------------------------------------------------------------------------------
+    def _section(self, data: dict[str, Any]) -> dict[str, Any]:
+        section = data.get(_KEY)
+        return section if isinstance(section, dict) else {}
+
+    def policy(self) -> Any:
+        """The policy for the rules in the settings now (rebuilt when they change)."""
+        g = self._section(self.settings.global_settings()).get("approvalRules")
+        p = self._section(self.settings.project_settings()).get("approvalRules")
+        trusted = bool(self.settings.project_trusted) if p is not None else False
+        key = (g, p, trusted)
+        if self._policy is None or key != self._policy_key:
+            from pisces.core.approval.policy import ApprovalPolicy, read_rules
+
+            self._policy = ApprovalPolicy(read_rules(g, self.settings.global_path),
+                                          read_rules(p, self.settings.project_path), project_trusted=trusted,
+                                          cwd=self.cwd)
+            self._policy_key = key
+        return self._policy
+
+    def mode(self) -> tuple[str, str]:
+        """(the mode in force, where it comes from: command, cli, project, settings or default)."""
+        from pisces.core.approval.types import MODE_STRICTNESS, MODES
+
+        if self.command_mode is not None:
+            return self.command_mode, "command"
+        if self.cli_mode is not None:
+            return self.cli_mode, "cli"
+        g = self._section(self.settings.global_settings()).get("approvalMode")
+        p = self._section(self.settings.project_settings()).get("approvalMode")
+        if g in MODES:
+            base, source = g, "settings"
+        else:
+            base, source = getattr(self.current_approver(), "default_mode", "yolo"), "default"
+        if p in MODES and (self.settings.project_trusted or MODE_STRICTNESS[p] > MODE_STRICTNESS[base]):
+            return p, "project"
+        return base, source
+
+    @property
+    def timeout_ms(self) -> int:
+        value = self.settings.get("tools.approvalTimeoutMs")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return int(min(value, MAX_TIMEOUT_MS))
+        return DEFAULT_TIMEOUT_MS
+
+    @property
+    def fallback(self) -> str:
+        """What a front end that cannot ask does (ACP): ``tools.approvalFallback``, ``deny`` unless ``allow``."""
+        return "allow" if self.settings.get("tools.approvalFallback") == "allow" else "deny"
+
+    # -- the gate ------------------------------------------------------------------------------------
+    async def before_tool_call(self, info: Any) -> GateDecision | None:
+        from pisces.core.approval.policy import tier_of
+        from pisces.core.approval.rules import primary
+
+        args = info.args if isinstance(info.args, dict) else {}
+        tier = tier_of(info.tool_name, info.tool, args)
+        mode, _ = self.mode()
+        policy = self.policy()
+        if not policy.has_rules and primary(info.tool_name, args)[0] != "command" and \
+                tier in T.MODE_PASSES[mode]:
+            return None  # nothing to look at: no rule, no command, a tier the mode lets through
+        decision, view = await asyncio.to_thread(policy.decide, info.tool_name, tier, args, mode)
+        if decision.action == "allow":
+            return None
+        if decision.action == "deny":
+            return GateDecision(block=True, reason=decision.message)
+        if decision.dangerous is None and view.grant_key() in self.grants:
+            return None
+        return await self._ask(info, tier, args, decision, view)
+
+    async def _ask(self, info: Any, tier: str, args: dict[str, Any], decision: Any, view: Any
+                   ) -> GateDecision | None:
+        from pisces.core.approval.policy import build_request
+        from pisces.core.approval.redact import IdentityTooLarge
+
+        try:
+            request = await asyncio.to_thread(build_request, info.tool_call_id, info.tool_name, tier, args,
+                                              decision, view)
+        except IdentityTooLarge as exc:
+            return GateDecision(block=True, reason=f"Tool call denied: {info.tool_name} needs approval "
+                                                   f"({decision.why.rstrip('.')}), but {exc}; the call was not run.")
+        timeout = self.timeout_ms
+        self.pending[info.tool_call_id] = {
+            "toolCallId": info.tool_call_id, "toolName": info.tool_name, "tier": tier,
+            "kind": request.tool_kind, "summary": _summary(request), "reason": decision.why,
+            "requestedAt": int(time.time() * 1000), "timeoutMs": timeout}
+        try:
+            answer = await self.current_approver().approve(request, timeout_ms=timeout, signal=info.signal)
+        finally:
+            self.pending.pop(info.tool_call_id, None)
+        if answer.approved and decision.dangerous is not None and answer.reason != "user":
+            answer = T.nobody_to_ask(info.tool_name, decision.why, "the fallback for clients that cannot ask")
+        if not answer.approved:
+            return GateDecision(block=True, reason=answer.message)
+        scope = answer.scope if answer.scope in request.scopes else "once"
+        if scope in ("session", "always"):
+            self.grants.add(view.grant_key())
+        if scope == "always":
+            from pisces.core.approval.policy import always_rule
+
+            try:
+                await asyncio.to_thread(self.add_rule, always_rule(view), 0)
+            except Exception as exc:  # noqa: BLE001 - approved all the same; the rule just was not saved
+                sys.stderr.write(f"pisces: the \"always\" rule for {info.tool_name} was not saved: {exc}\n")
+        return None
+
+    # -- state and commands --------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """What get_state shows as ``approval``."""
+        mode, source = self.mode()
+        return {"mode": mode, "modeSource": source, "asks": getattr(self.current_approver(), "asks", "select"),
+                "timeoutMs": self.timeout_ms,
+                "pending": list(self.pending.values()), "sessionGrants": len(self.grants)}
+
+    def set_mode(self, mode: str | None) -> dict[str, Any]:
+        """Set the session's mode (None: back to the CLI's, the settings' or the default)."""
+        if mode is not None:
+            from pisces.core.approval.policy import check_mode
+
+            check_mode(mode)
+        self.command_mode = mode
+        return self.state()
+
+    def save_mode(self, mode: str | None) -> None:
+        """Write ``tools.approvalMode`` to the global settings (None removes it)."""
+        self.settings.update_global(_KEY, "approvalMode", lambda _old: mode)
+
+    def list_rules(self) -> dict[str, Any]:
+        policy = self.policy()
+        strip = lambda rules: [{k: v for k, v in r.items() if k not in ("source", "index")} for r in rules]  # noqa: E731
+        return {"rules": strip(policy.global_rules), "projectRules": strip(policy.project_rules),
+                "projectRulesApplied": "all" if policy.project_trusted else "stricter-only",
+                "settingsPath": self.settings.global_path}
+
+    def add_rule(self, rule: Any, index: Any = None) -> dict[str, Any]:
+        """Insert a rule into the global ``tools.approvalRules`` (at ``index``, default last)."""
+        from pisces.core.approval.rules import check_rule
+
+        checked = check_rule(rule)
+
+        def change(current: Any) -> list[Any]:
+            rules = list(current) if isinstance(current, list) else []
+            at = len(rules) if index is None else _index(index, len(rules) + 1)
+            rules.insert(at, checked)
+            return rules
+
+        self.settings.update_global(_KEY, "approvalRules", change)
+        return self.list_rules()
+
+    def remove_rule(self, index: Any, expected: Any = None) -> dict[str, Any]:
+        """Remove the global rule at ``index``; with ``expected``, only if that is the rule there."""
+        removed: list[Any] = []
+
+        def change(current: Any) -> list[Any]:
+            rules = list(current) if isinstance(current, list) else []
+            at = _index(index, len(rules))
+            if expected is not None and rules[at] != expected:
+                raise ValueError(f"the rule at index {at} is not the one given (the rules changed): list them again")
+            removed.append(rules.pop(at))
+            return rules
+
+        self.settings.update_global(_KEY, "approvalRules", change)
+        return {**self.list_rules(), "removed": removed[0]}
+
+
+def _index(value: Any, size: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < max(size, 0):
+        if size == 0:
+            raise ValueError("there are no approval rules in the global settings")
+        raise ValueError(f"'index' must be an integer from 0 to {size - 1}, not {value!r}")
+    return value
+
+
+def _summary(request: Any) -> str:
+    ident = request.identity
+    text = ident.get("command") or ident.get("path") or request.tool_name
+    text = " ".join(str(text).split())
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def attach(session: Any, cli_mode: str | None = None) -> SessionApproval:
+    """Give ``session`` its approval gate (``session.approval``)."""
+    from pisces.agent.gate import APPROVAL_RANK, install
+
+    approval = SessionApproval(session.settings, session.cwd, ui=lambda: session.ui, cli_mode=cli_mode)
+    install(session.agent).add(APPROVAL_RANK, before=approval.before_tool_call)
+    session.subscribe(approval.on_event)
+    session.approval = approval
+    return approval
