@@ -50,6 +50,9 @@ SAFE_PROJECT_SETTINGS: dict[str, Any] = {
     "images": frozenset({"blockImages", "autoResize"}),
     # a budget only stops work; pisces.core.budget lets a project that is not trusted make it stricter only
     "task": frozenset({"budget"}),
+    # approvals only stop work without trust: pisces.core.approval reads an untrusted project's mode and rules
+    # stricter-only (its allow rules and a looser mode are ignored)
+    "tools": frozenset({"approvalMode", "approvalRules"}),
 }
 
 _run_override: bool | None = None
