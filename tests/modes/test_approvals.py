@@ -14,7 +14,7 @@ from pisces.modes.approvals import ClientApprover, client_form, parse_answer
 
 REQ = ApprovalRequest(tool_call_id="call-1", tool_name="bash", tier="exec",
                       identity={"kind": "shell", "command": "make deploy"}, input={"command": "make deploy"},
-                      detail="The approval mode is write: exec tools (bash) need approval.",
+                      detail="the approval mode is write, and bash is an exec tool",
                       scopes=("once", "session", "always"))
 
 
@@ -52,8 +52,8 @@ async def test_one_request_in_both_forms_and_a_late_client_gets_it_with_the_time
     assert typed["type"] == "tool_approval_request" and typed["identity"] == REQ.identity
     assert typed["scopes"] == ["once", "session", "always"] and typed["timeout"] == 60_000
     assert select == {"type": "extension_ui_request", "id": typed["id"], "method": "select",
-                      "title": "Allow tool: bash\nCommand:\nmake deploy\nWhy: The approval mode is write: exec tools "
-                               "(bash) need approval.", "options": ["Approve", "Deny"], "timeout": 60_000}
+                      "title": "Allow tool: bash\nCommand:\nmake deploy\nWhy: the approval mode is write, and bash is an "
+                               "exec tool", "options": ["Approve", "Deny"], "timeout": 60_000}
     late = clients.attach(approver, True)
     (again,) = clients.inbox[late]
     assert again["id"] == typed["id"] and again["toolCallId"] == "call-1" and 0 < again["timeout"] <= 60_000
@@ -185,7 +185,7 @@ async def test_the_fallback_never_allows_a_dangerous_command():
     gate.set_approver(_Approver(ApprovalAnswer(True, "once", "unavailable", "fallback")))
     assert await gate.before_tool_call(_Info("make")) is None
     blocked = await gate.before_tool_call(_Info("curl x | sh"))
-    assert blocked.block and "Known-dangerous" in blocked.reason
+    assert blocked.block and "known-dangerous command: it downloads a script" in blocked.reason
 
 
 def test_mode_precedence():

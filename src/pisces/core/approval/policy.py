@@ -101,16 +101,16 @@ class ApprovalPolicy:
             return Decision("deny", message=_denied_by(rule), rule=rule), view
         danger = shell.danger(view.raw or "") if view.kind == "command" else None
         if danger is not None:
-            return Decision("ask", why=f"Known-dangerous command ({danger}): it always needs approval.",
+            return Decision("ask", why=f"known-dangerous command: {danger}; it always needs approval",
                             dangerous=danger, rule=rule, scopes=("once",)), view
         if rule is not None and rule["approval"] == "prompt":
-            why = f"Approval rule {_rule_name(rule)} asks before this call" + _reason(rule) + "."
+            why = f"approval rule {_rule_name(rule)} asks" + _reason(rule)
             return Decision("ask", why=why, rule=rule, scopes=self._scopes(view, rule)), view
         if rule is not None:
             return Decision("allow", rule=rule), view
         if tier in MODE_PASSES.get(mode, MODE_PASSES["always-ask"]):
             return Decision("allow"), view
-        why = f"The approval mode is {mode}: {tier} tools ({tool_name}) need approval."
+        why = f"the approval mode is {mode}, and {tool_name} is {'an' if tier == 'exec' else 'a'} {tier} tool"
         return Decision("ask", why=why, scopes=self._scopes(view, None)), view
 
     def _scopes(self, view: R.CallView, rule: dict[str, Any] | None) -> tuple[str, ...]:

@@ -180,7 +180,7 @@ class SessionApproval:
                                               decision, view)
         except IdentityTooLarge as exc:
             return GateDecision(block=True, reason=f"Tool call denied: {info.tool_name} needs approval "
-                                                   f"({decision.why.rstrip('.')}), but {exc}; the call was not run.")
+                                                   f"({decision.why}), but {exc}; the call was not run.")
         timeout = self.timeout_ms
         self.pending[info.tool_call_id] = {
             "toolCallId": info.tool_call_id, "toolName": info.tool_name, "tier": tier,
@@ -230,8 +230,9 @@ class SessionApproval:
     def list_rules(self) -> dict[str, Any]:
         policy = self.policy()
         strip = lambda rules: [{k: v for k, v in r.items() if k not in ("source", "index")} for r in rules]  # noqa: E731
+        applied = "none" if not policy.project_rules else "all" if policy.project_trusted else "stricter-only"
         return {"rules": strip(policy.global_rules), "projectRules": strip(policy.project_rules),
-                "projectRulesApplied": "all" if policy.project_trusted else "stricter-only",
+                "projectRulesApplied": applied,
                 "settingsPath": self.settings.global_path}
 
     def add_rule(self, rule: Any, index: Any = None) -> dict[str, Any]:

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 TIERS = ("read", "write", "exec")
@@ -28,40 +27,68 @@ MODE_PASSES = {"yolo": frozenset(TIERS), "write": frozenset({"read", "write"}), 
 MODE_STRICTNESS = {"yolo": 0, "write": 1, "always-ask": 2}
 
 
-@dataclass
 class Decision:
-    action: str                       # allow / deny / ask
-    message: str = ""                 # for deny: the sentence the model reads as the tool result
-    why: str = ""                     # for ask: why a person must confirm (shown with the request)
-    dangerous: str | None = None      # the known-dangerous pattern that forces the question
-    rule: dict[str, Any] | None = None  # the rule that decided, with its "source" and "index"
-    scopes: tuple[str, ...] = ("once",)  # what an approval may cover beyond this call
+    """``action``: allow / deny / ask. ``message``: for deny, the sentence the model reads as the tool result.
+    ``why``: for ask, why a person must confirm. ``dangerous``: the known-dangerous pattern that forces the
+    question. ``rule``: the rule that decided (with its ``source`` and ``index``). ``scopes``: what an approval
+    may cover beyond this call."""
+
+    __slots__ = ("action", "message", "why", "dangerous", "rule", "scopes")
+
+    def __init__(self, action: str, message: str = "", why: str = "", dangerous: str | None = None,
+                 rule: dict[str, Any] | None = None, scopes: tuple[str, ...] = ("once",)) -> None:
+        self.action, self.message, self.why, self.dangerous, self.rule, self.scopes = \
+            action, message, why, dangerous, rule, scopes
+
+    def __repr__(self) -> str:
+        return f"Decision({self.action!r}, why={self.why!r}, message={self.message!r})"
 
 
-@dataclass
 class ApprovalRequest:
-    tool_call_id: str
-    tool_name: str
-    tier: str = "exec"
-    identity: dict[str, Any] = field(default_factory=dict)  # {"kind": "shell", "command": ...}, {"kind": "write", "path", "content"}, ...
-    input: dict[str, Any] = field(default_factory=dict)     # the call's arguments: secrets redacted, bounded
-    detail: str | None = None                               # why the policy asks (a sentence)
-    scopes: tuple[str, ...] = ("once", "session")           # answers the person may give beyond once
-    redacted_fields: list[str] = field(default_factory=list)   # dotted paths: "input.api_key", "identity.command"
-    truncated_fields: list[str] = field(default_factory=list)  # input fields shortened or dropped to fit
-    dangerous: str | None = None
+    """What an approver shows. ``identity``: ``{"kind": "shell", "command"}``, ``{"kind": "write", "path",
+    "content"}``, ``{"kind": "edit", "path", "edits"}``, ``{"kind": "read"|"path", "path"}`` or ``{"kind":
+    "other"}``. ``input``: the arguments, secrets redacted, bounded. ``detail``: why the policy asks.
+    ``scopes``: the answers the person may give beyond ``once``. ``redacted_fields``/``truncated_fields``:
+    dotted paths (``input.api_key``, ``identity.command``)."""
+
+    __slots__ = ("tool_call_id", "tool_name", "tier", "identity", "input", "detail", "scopes", "redacted_fields",
+                 "truncated_fields", "dangerous")
+
+    def __init__(self, tool_call_id: str, tool_name: str, tier: str = "exec", identity: dict[str, Any] | None = None,
+                 input: dict[str, Any] | None = None, detail: str | None = None,  # noqa: A002 - the wire's name
+                 scopes: tuple[str, ...] = ("once", "session"), redacted_fields: list[str] | None = None,
+                 truncated_fields: list[str] | None = None, dangerous: str | None = None) -> None:
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.tier = tier
+        self.identity = identity if identity is not None else {}
+        self.input = input if input is not None else {}
+        self.detail = detail
+        self.scopes = tuple(scopes)
+        self.redacted_fields = list(redacted_fields or [])
+        self.truncated_fields = list(truncated_fields or [])
+        self.dangerous = dangerous
 
     @property
     def tool_kind(self) -> str:
         return str(self.identity.get("kind") or "other")
 
 
-@dataclass
 class ApprovalAnswer:
-    approved: bool
-    scope: str | None  # once / session / always, when approved
-    reason: str        # user / timeout / cancelled / unavailable / invalid
-    message: str       # a sentence for the model and the user
+    """``approved``; ``scope`` (once / session / always) when approved; ``reason`` (user / timeout / cancelled /
+    unavailable / invalid); ``message``, a sentence for the model and the user."""
+
+    __slots__ = ("approved", "scope", "reason", "message")
+
+    def __init__(self, approved: bool, scope: str | None, reason: str, message: str) -> None:
+        self.approved, self.scope, self.reason, self.message = approved, scope, reason, message
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ApprovalAnswer) and (self.approved, self.scope, self.reason, self.message) == \
+            (other.approved, other.scope, other.reason, other.message)
+
+    def __repr__(self) -> str:
+        return f"ApprovalAnswer({self.approved!r}, {self.scope!r}, {self.reason!r}, {self.message!r})"
 
 
 def as_request(request: Any) -> ApprovalRequest:
@@ -119,7 +146,7 @@ def nobody_to_ask(tool_name: str, why: str | None, where: str) -> ApprovalAnswer
     hint = ("A known-dangerous command cannot be allowed without asking." if why and "dangerous" in why else
             "Allow it with a looser --approval-mode, an allow rule in tools.approvalRules (docs/approval.md), or run "
             "it where someone can approve it (--mode rpc, --mode acp).")
-    reason = f" ({why.rstrip('.')})" if why else ""
+    reason = f" ({why})" if why else ""
     return ApprovalAnswer(False, None, "unavailable",
                           f"Tool call denied: {tool_name} needs approval{reason}, and {where} has no one to ask. "
                           f"{hint}")
