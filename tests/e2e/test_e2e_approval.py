@@ -374,3 +374,30 @@ def test_print_mode_denies_what_needs_asking_and_says_so(home):
     out = subprocess.run([*PISCES, "--faux-script", script, "--yolo", "-p", "go"], env=home.env(), cwd=home.cwd,
                          capture_output=True, text=True, timeout=60)
     assert "(known-dangerous command: it downloads a script and runs it; it always needs approval)" in out.stderr
+
+
+# -- subagents -------------------------------------------------------------------------------------------------
+def test_subagents_run_under_the_approved_task_but_rules_and_dangerous_commands_still_hold(home, spawn):
+    from taskkit import call_task, script, start, submit
+
+    home.write_json("settings.json", {"tools": {"approvalRules": [
+        {"tool": "bash", "match": "touch pushed*", "approval": "deny", "reason": "not from a subagent"}]}})
+    sub = [{"toolCalls": [{"name": "bash", "arguments": {"command": "touch sub-ran.txt"}, "id": "s1"}]},
+           {"toolCalls": [{"name": "bash", "arguments": {"command": "touch pushed.txt"}, "id": "s2"}]},
+           {"toolCalls": [{"name": "bash", "arguments": {"command": "rm -rf ~"}, "id": "s3"}]},
+           submit({"ok": True})]
+    p = start(spawn, home, "--no-session", "--faux-script", script(home, [
+        call_task({"agent": "task", "tasks": [{"id": "Sub", "description": "d", "assignment": "work"}]}),
+        {"text": "done"}], {"Sub": sub}))
+    typed(p)
+    p.send({"id": "go", "type": "prompt", "message": "go"})
+    req = approval_request(p)
+    assert req["toolName"] == "task"  # the delegation itself is an exec call: write mode asks
+    p.send({"type": "tool_approval_response", "id": req["id"], "toolCallId": req["toolCallId"], "approved": True})
+    req = approval_request(p)  # inside the subagent only the known-dangerous command asks
+    assert req["toolCallId"] == "s3" and req["detail"]["dangerous"].startswith("a recursive delete")
+    p.send({"type": "tool_approval_response", "id": req["id"], "toolCallId": "s3", "approved": False})
+    p.until_type("agent_settled", 60)
+    assert os.path.exists(os.path.join(home.cwd, "sub-ran.txt"))
+    assert not os.path.exists(os.path.join(home.cwd, "pushed.txt"))  # the deny rule held inside the subagent
+    assert [f["toolName"] for f in p.frames if f.get("type") == "tool_approval_request"] == ["task", "bash"]

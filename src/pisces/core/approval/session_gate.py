@@ -80,7 +80,8 @@ class SessionApproval:
         self._ui = ui or (lambda: None)
         self._default_approver: Any = None
         self.grants: set[tuple[str, ...]] = set()
-        self.pending: dict[str, dict[str, Any]] = {}
+        self.pending: dict[str, dict[str, Any]] = {}  # the open requests, for get_state
+        self._asked = 0
         self._policy: Any = None
         self._policy_key: Any = None
 
@@ -150,13 +151,22 @@ class SessionApproval:
         return "allow" if self.settings.get("tools.approvalFallback") == "allow" else "deny"
 
     # -- the gate ------------------------------------------------------------------------------------
-    async def before_tool_call(self, info: Any) -> GateDecision | None:
+    def gate_subagent(self, agent: Any) -> None:
+        """A subagent's tool calls pass this session's gate as ``yolo``: approving the ``task`` call approved
+        the work it delegates, but deny and prompt rules and known-dangerous commands still hold, and ask the
+        same person."""
+        from pisces.agent.gate import APPROVAL_RANK, install
+
+        install(agent).add(APPROVAL_RANK, before=lambda info: self.before_tool_call(info, mode="yolo"))
+
+    async def before_tool_call(self, info: Any, mode: str | None = None) -> GateDecision | None:
         from pisces.core.approval.policy import tier_of
         from pisces.core.approval.rules import primary
 
         args = info.args if isinstance(info.args, dict) else {}
         tier = tier_of(info.tool_name, info.tool, args)
-        mode, _ = self.mode()
+        if mode is None:
+            mode, _ = self.mode()
         policy = self.policy()
         if not policy.has_rules and primary(info.tool_name, args)[0] != "command" and \
                 tier in T.MODE_PASSES[mode]:
@@ -182,14 +192,16 @@ class SessionApproval:
             return GateDecision(block=True, reason=f"Tool call denied: {info.tool_name} needs approval "
                                                    f"({decision.why}), but {exc}; the call was not run.")
         timeout = self.timeout_ms
-        self.pending[info.tool_call_id] = {
+        self._asked += 1
+        key = f"{self._asked}"
+        self.pending[key] = {
             "toolCallId": info.tool_call_id, "toolName": info.tool_name, "tier": tier,
             "kind": request.tool_kind, "summary": _summary(request), "reason": decision.why,
             "requestedAt": int(time.time() * 1000), "timeoutMs": timeout}
         try:
             answer = await self.current_approver().approve(request, timeout_ms=timeout, signal=info.signal)
         finally:
-            self.pending.pop(info.tool_call_id, None)
+            self.pending.pop(key, None)
         if answer.approved and decision.dangerous is not None and answer.reason != "user":
             answer = T.nobody_to_ask(info.tool_name, decision.why, "the fallback for clients that cannot ask")
         if not answer.approved:

@@ -202,6 +202,8 @@ async def _build_child(run: SubagentRun, host: TaskHost) -> Any:
                          store=SessionManager.in_memory(run.cwd), model=model, thinking_level=level, tools=tools,
                          active_tools=list(tools), system_prompt_builder=system_prompt)
     holder.append(child)
+    if host.approval is not None:  # deny/prompt rules and known-dangerous commands hold inside subagents too
+        host.approval.gate_subagent(child.agent)
     requester = tuple(dict.fromkeys([run.task_id, run.raw_id, run.agent.name]))
     options = child.agent.stream_options
 

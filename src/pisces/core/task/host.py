@@ -67,6 +67,7 @@ class TaskHost:
     artifacts_dir: str | None = None  # fixed for subagents (their parent's); None: from the session file
     allocator: IdAllocator = field(default_factory=IdAllocator)
     backends: Any = None  # the session's file system and shell (ACP: the client's); None: the local ones
+    approval: Any = None  # the session's approval gate (pisces.core.approval), which subagents' tool calls pass too
 
     @classmethod
     def for_session(cls, session: Any, agent_dir: str, backends: Any = None) -> "TaskHost":
@@ -87,7 +88,7 @@ class TaskHost:
                    registry=session.registry, get_model=lambda: session.model,
                    get_thinking_level=lambda: session.agent.thinking_level,
                    get_session_file=session.store.get_session_file, emit=session.emit, hooks=session.subagents,
-                   project_trusted=project_trusted, backends=backends)
+                   project_trusted=project_trusted, backends=backends, approval=getattr(session, "approval", None))
 
     def child(self, *, cwd: str, settings: Any, get_model: Callable[[], Any], get_thinking_level: Callable[[], str],
               spawns: str | list[str], task_id: str, artifacts_dir: str, backends: Any) -> "TaskHost":
@@ -95,7 +96,8 @@ class TaskHost:
                         registry=self.registry, get_model=get_model, get_thinking_level=get_thinking_level,
                         get_session_file=lambda: None, emit=self.emit, hooks=self.hooks,
                         project_trusted=self.project_trusted, depth=self.depth + 1, spawns=spawns,
-                        artifacts_dir=artifacts_dir, allocator=IdAllocator(prefix=task_id), backends=backends)
+                        artifacts_dir=artifacts_dir, allocator=IdAllocator(prefix=task_id), backends=backends,
+                        approval=self.approval)
 
     def resolve_artifacts_dir(self) -> tuple[str, bool]:
         """(directory, is_temporary). A persisted session keeps its artifacts next to its file
