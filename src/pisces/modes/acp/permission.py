@@ -30,7 +30,7 @@ from pisces.core.approval.types import ApprovalAnswer, ApprovalRequest, as_reque
 
 from . import toolview
 
-DEFAULT_TIMEOUT_MS = 120_000
+DEFAULT_TIMEOUT_MS = 300_000  # the session passes tools.approvalTimeoutMs; this is only the fallback
 OPTIONS = {  # option id -> (label, ACP kind, scope)
     "allow-once": ("Allow once", "allow_once", "once"),
     "allow-session": ("Allow for this session", "allow_always", "session"),
