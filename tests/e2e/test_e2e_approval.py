@@ -401,3 +401,53 @@ def test_subagents_run_under_the_approved_task_but_rules_and_dangerous_commands_
     assert os.path.exists(os.path.join(home.cwd, "sub-ran.txt"))
     assert not os.path.exists(os.path.join(home.cwd, "pushed.txt"))  # the deny rule held inside the subagent
     assert [f["toolName"] for f in p.frames if f.get("type") == "tool_approval_request"] == ["task", "bash"]
+
+
+# -- declared tiers --------------------------------------------------------------------------------------------
+EXTENSION = '''
+def register(pi):
+    @pi.tool(name="ext_lookup", description="Look something up", tier="read",
+             parameters={"type": "object", "properties": {}})
+    async def ext_lookup(tool_call_id, params):
+        return "looked up"
+
+    @pi.tool(name="ext_act", description="Do something", parameters={"type": "object", "properties": {}})
+    async def ext_act(tool_call_id, params):
+        return "acted"
+
+    @pi.tool(name="ext_maybe", description="Reads unless told to write", tier=lambda args: "write" if args.get("commit") else "read",
+             parameters={"type": "object", "properties": {"commit": {"type": "boolean"}}})
+    async def ext_maybe(tool_call_id, params):
+        return "maybe"
+'''
+
+
+def test_extension_and_host_tools_declare_their_tiers(home, spawn):
+    ext = os.path.join(home.root, "tiers.py")
+    with open(ext, "w") as f:
+        f.write(EXTENSION)
+    calls = [("ext_lookup", {}, "e1"), ("ext_act", {}, "e2"), ("ext_maybe", {"commit": False}, "e3"),
+             ("ext_maybe", {"commit": True}, "e4"), ("host_read", {}, "h1"), ("host_any", {}, "h2")]
+    script = [{"toolCalls": [{"name": n, "arguments": a, "id": i}]} for n, a, i in calls] + [{"text": "done"}]
+    p = spawn("--faux-script", home.faux_script(script), "-e", ext, "--approval-mode", "always-ask")
+    typed(p)
+    schema = {"type": "object", "properties": {}}
+    p.ok({"type": "set_host_tools", "tools": [
+        {"name": "host_read", "description": "d", "parameters": schema, "tier": "read"},
+        {"name": "host_any", "description": "d", "parameters": schema}]})
+    bad = p.request({"type": "set_host_tools", "tools": [{"name": "x", "description": "d", "parameters": schema,
+                                                          "tier": "admin"}]})
+    assert bad["error"] == 'Host tool "x": tier must be "read", "write" or "exec"'
+    p.send({"id": "go", "type": "prompt", "message": "go"})
+    asked = []
+    while True:
+        frame = p.until(lambda f: f.get("type") in ("tool_approval_request", "host_tool_call", "agent_settled"), HANG)[-1]
+        if frame["type"] == "agent_settled":
+            break
+        if frame["type"] == "host_tool_call":
+            p.send({"type": "host_tool_result", "id": frame["id"], "result": {"content": []}})
+            continue
+        asked.append((frame["toolCallId"], frame["tier"]))
+        p.send({"type": "tool_approval_response", "id": frame["id"], "toolCallId": frame["toolCallId"],
+                "approved": True})
+    assert asked == [("e2", "exec"), ("e4", "write"), ("h2", "exec")]
