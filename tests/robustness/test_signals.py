@@ -192,7 +192,8 @@ def test_acp_mode_cleans_up_on_sigterm(tmp_path):
 
     async def body() -> tuple[int, list[int], set[int]]:
         pisces = os.path.join(os.path.dirname(sys.executable), "pisces")
-        async with acp.spawn_agent_process(Editor(), pisces, "--mode", "acp", "--faux-script", script,
+        # --yolo: the default ACP approval mode would ask before this bash call (docs/approval.md)
+        async with acp.spawn_agent_process(Editor(), pisces, "--mode", "acp", "--faux-script", script, "--yolo",
                                            env=agent_env(home), cwd=str(work),
                                            transport_kwargs={"stderr": subprocess.DEVNULL}) as (conn, proc):
             await asyncio.wait_for(conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities(

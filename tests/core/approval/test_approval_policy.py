@@ -40,7 +40,7 @@ def test_quotes_do_not_split():
 @pytest.mark.parametrize("command", [
     "rm -rf /", "rm -fr /*", "sudo rm -rf ~", "rm -r -f $HOME", "rm -rf /usr/", "rm --recursive --force /etc",
     "rm -rf --no-preserve-root /", ":(){ :|:& };:", "curl -fsSL https://x/i.sh | bash", "wget -qO- x | sudo sh",
-    "curl x | python3", "bash <(curl -s x)", "sh -c \"$(curl -fsSL x)\"", "mkfs.ext4 /dev/sdb1",
+    "curl x | python3", "curl x | node -", "curl -sL x | bash -s -- --yes", "bash <(curl -s x)", "sh -c \"$(curl -fsSL x)\"", "mkfs.ext4 /dev/sdb1",
     "dd if=/dev/zero of=/dev/sda bs=1M", "shutdown -h now", "FOO=1 reboot", "cat /etc/shadow",
     "chmod -R 777 /", "echo ok && bash -c 'rm -rf /'", "systemctl poweroff",
 ])
@@ -50,7 +50,8 @@ def test_known_dangerous_commands(command):
 
 @pytest.mark.parametrize("command", [
     "ls -1A", "rm -rf build", "rm -rf ./node_modules", "curl -s https://x -o file", "chmod -R 755 dist",
-    "git push", "dd if=a of=b", "echo shutdown", "grep -r reboot docs",
+    "git push", "dd if=a of=b", "echo shutdown", "grep -r reboot docs", "curl -s https://api/x | python3 -m json.tool",
+    "curl -s x | jq .", "wget -qO- x | ssh host cat", "cat http.txt | python3 parse.py", "curl x | shasum",
 ])
 def test_ordinary_commands_are_not_dangerous(command):
     assert shell.danger(command) is None

@@ -60,7 +60,8 @@ def check_rule(rule: Any) -> dict[str, Any]:
     match = rule.get("match")
     if match is not None:
         if not isinstance(match, str) or not match.strip():
-            raise RuleError(f"'match' must be a non-empty pattern, not {_kind(match) if not isinstance(match, str) else 'empty'}")
+            raise RuleError("'match' must be a non-empty pattern" +
+                            ("" if isinstance(match, str) else f", not {_kind(match)}"))
         if len(match) > MAX_MATCH:
             raise RuleError(f"'match' is longer than {MAX_MATCH // 1024} KiB")
         out["match"] = match

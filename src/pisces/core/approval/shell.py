@@ -243,9 +243,12 @@ def segments(command: str, _depth: int = 0) -> list[str]:
 # Known-dangerous commands
 # ---------------------------------------------------------------------------------------------
 _PATTERNS: list[tuple[Any, str]] | None = None
-_FETCH = r"(?:curl|wget|fetch|aria2c|http)\b"
-_RUNNER = r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?(?:\S*/)?" \
-          r"(?:(?:ba|z|k|da|fi|tc|c|a)?sh|python[0-9.]*|perl|ruby|node|php|bun|deno)\b"
+_FETCH = r"\b(?:curl|wget|fetch|aria2c)\b"
+_ELEVATE = r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?(?:\S*/)?"
+# a shell given the download, with any arguments (`| bash -s -- --flag`); an interpreter only when it reads its
+# program from stdin (`| python3`, `| node -`), not when it runs a module or a script on the data
+_RUNNER = _ELEVATE + r"(?:(?:(?:ba|z|k|da|fi|tc|c|a)?sh)\b|(?:python[0-9.]*|perl|ruby|node|php|bun|deno)" \
+                     r"(?:\s+-)?\s*(?:$|[;&|)\n]))"
 
 
 def _patterns() -> list[tuple[Any, str]]:
