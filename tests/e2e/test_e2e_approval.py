@@ -415,7 +415,8 @@ def register(pi):
     async def ext_act(tool_call_id, params):
         return "acted"
 
-    @pi.tool(name="ext_maybe", description="Reads unless told to write", tier=lambda args: "write" if args.get("commit") else "read",
+    @pi.tool(name="ext_maybe", description="Reads unless told to write",
+             tier=lambda args: "write" if args.get("commit") else "read",
              parameters={"type": "object", "properties": {"commit": {"type": "boolean"}}})
     async def ext_maybe(tool_call_id, params):
         return "maybe"
@@ -441,7 +442,8 @@ def test_extension_and_host_tools_declare_their_tiers(home, spawn):
     p.send({"id": "go", "type": "prompt", "message": "go"})
     asked = []
     while True:
-        frame = p.until(lambda f: f.get("type") in ("tool_approval_request", "host_tool_call", "agent_settled"), HANG)[-1]
+        frame = p.until(lambda f: f.get("type") in ("tool_approval_request", "host_tool_call", "agent_settled"),
+                        HANG)[-1]
         if frame["type"] == "agent_settled":
             break
         if frame["type"] == "host_tool_call":

@@ -52,8 +52,8 @@ async def test_one_request_in_both_forms_and_a_late_client_gets_it_with_the_time
     assert typed["type"] == "tool_approval_request" and typed["identity"] == REQ.identity
     assert typed["scopes"] == ["once", "session", "always"] and typed["timeout"] == 60_000
     assert select == {"type": "extension_ui_request", "id": typed["id"], "method": "select",
-                      "title": "Allow tool: bash\nCommand:\nmake deploy\nWhy: the approval mode is write, and bash is an "
-                               "exec tool", "options": ["Approve", "Deny"], "timeout": 60_000}
+                      "title": "Allow tool: bash\nCommand:\nmake deploy\nWhy: the approval mode is write, and bash "
+                               "is an exec tool", "options": ["Approve", "Deny"], "timeout": 60_000}
     late = clients.attach(approver, True)
     (again,) = clients.inbox[late]
     assert again["id"] == typed["id"] and again["toolCallId"] == "call-1" and 0 < again["timeout"] <= 60_000

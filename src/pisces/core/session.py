@@ -63,7 +63,7 @@ class AgentSession(SessionSwitching):
         self.bash_runner: Any = None
         self.subagents = SubagentHooks()  # the task tool's spawn gate and usage callback (TEAM.md interface 8)
         self.budget: Any = None  # a pisces.core.budget.SessionBudget once a limit is set (docs/budgets.md)
-        self.approval: Any = None  # pisces.core.approval.SessionApproval: the tool-call approval gate (docs/approval.md)
+        self.approval: Any = None  # pisces.core.approval.SessionApproval, the tool-call approval (docs/approval.md)
         self.is_compacting = False
         self._run_lock = asyncio.Lock()
         self.agent = Agent(

@@ -32,7 +32,8 @@ def test_two_processes_adding_rules_keep_both_and_other_keys(tmp_path):
     assert len(saved["tools"]["approvalRules"]) == 2
     with pytest.raises(ValueError, match="is not the one given"):
         second.remove_rule(0, {"tool": "bash", "match": "rm *", "approval": "deny"})
-    assert second.remove_rule(0, {"tool": "bash", "match": "make *", "approval": "allow"})["removed"]["match"] == "make *"
+    removed = second.remove_rule(0, {"tool": "bash", "match": "make *", "approval": "allow"})
+    assert removed["removed"]["match"] == "make *"
 
 
 def test_a_refused_rule_or_a_broken_file_writes_nothing(tmp_path):

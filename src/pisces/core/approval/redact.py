@@ -34,7 +34,8 @@ NODES_MAX = 256
 _SECRET_WORDS = ("authorization", "cookie", "credential", "password", "passwd", "passphrase", "secret", "token",
                  "apikey", "privatekey", "accesskey", "sessionkey")
 _ENV_KEYS = ("env", "environment")
-_NAME = r"[A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|passphrase|api[_-]?key|access[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.-]*"
+_NAME = (r"[A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|passphrase|api[_-]?key|access[_-]?key|private[_-]?key|"
+         r"credential)[A-Za-z0-9_.-]*")
 _VALUE = r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&|)]+)"
 _compiled: list[tuple[Any, Any]] | None = None
 

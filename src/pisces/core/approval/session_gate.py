@@ -241,7 +241,10 @@ class SessionApproval:
 
     def list_rules(self) -> dict[str, Any]:
         policy = self.policy()
-        strip = lambda rules: [{k: v for k, v in r.items() if k not in ("source", "index")} for r in rules]  # noqa: E731
+
+        def strip(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [{k: v for k, v in r.items() if k not in ("source", "index")} for r in rules]
+
         applied = "none" if not policy.project_rules else "all" if policy.project_trusted else "stricter-only"
         return {"rules": strip(policy.global_rules), "projectRules": strip(policy.project_rules),
                 "projectRulesApplied": applied,
