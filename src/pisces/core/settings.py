@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 from pisces.core import paths
-from pisces.core.safe_open import CONFIG_MAX_BYTES, read_text
+from pisces.core.safe_open import CONFIG_MAX_BYTES, read_text, write_atomic
 
 DEFAULT_THINKING_LEVEL = "medium"
 
@@ -134,21 +134,11 @@ def dumps_js(value: Any, indent: int = 2, _level: int = 0) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to settings.json")
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Replace ``path`` with ``text`` so that readers see the old or the new file, never half of one."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+def _save(path: str, text: str) -> None:
+    """Replace the settings file at ``path`` atomically (readers see the old or the new file, never half of
+    one; its mode is kept), creating its directory first."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    write_atomic(path, text.encode("utf-8"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -449,7 +439,7 @@ class Settings:
                     current = section.get(name) if isinstance(section, dict) else None
                     value = change(copy.deepcopy(current))  # may raise: nothing is written
                     self._apply(on_disk, [(key, nested, value)])
-                    write_atomic(self.global_path, dumps_js(on_disk))
+                    _save(self.global_path, dumps_js(on_disk))
             except SettingsWriteError:
                 raise
             except (OSError, TypeError) as exc:
@@ -475,7 +465,7 @@ class Settings:
                     except FileNotFoundError:
                         on_disk = {}
                     self._apply(on_disk, unsaved)
-                    write_atomic(self.global_path, dumps_js(on_disk))
+                    _save(self.global_path, dumps_js(on_disk))
                 self._unsaved = []
             except (OSError, ValueError, TypeError) as exc:
                 self._unsaved = unsaved
