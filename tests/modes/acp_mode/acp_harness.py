@@ -21,39 +21,11 @@ from acp.schema import (AllowedOutcome, ClientCapabilities, CreateTerminalRespon
                         RequestPermissionResponse, TerminalExitStatus, TerminalOutputResponse,
                         WaitForTerminalExitResponse, WriteTextFileResponse)
 
+from e2eproc import Home  # noqa: F401 - the throw-away HOME every spawning test uses
+
 _BIN = os.path.dirname(sys.executable)
 PISCES = os.path.join(_BIN, "pisces")
 HANG = 30.0  # seconds: only bounds a hang, never a speed
-
-
-class Home:
-    """A throw-away HOME, agent dir and project directory."""
-
-    def __init__(self, root: str) -> None:
-        self.root = root
-        self.home = os.path.join(root, "home")
-        self.agent_dir = os.path.join(self.home, ".pisces", "agent")
-        self.cwd = os.path.join(root, "work")
-        os.makedirs(self.agent_dir, exist_ok=True)
-        os.makedirs(self.cwd, exist_ok=True)
-
-    def env(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-        env.update(HOME=self.home, PISCES_CODING_AGENT_DIR=self.agent_dir, PYTHONUNBUFFERED="1")
-        env.update(extra)
-        return env
-
-    def script(self, responses: Any, name: str = "faux.json") -> str:
-        path = os.path.join(self.root, name)
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(responses, f)
-        return path
-
-    def session_files(self) -> list[str]:
-        out = []
-        for dirpath, _dirs, files in os.walk(os.path.join(self.agent_dir, "sessions")):
-            out.extend(os.path.join(dirpath, f) for f in files if f.endswith(".jsonl"))
-        return out
 
 
 class Editor:

@@ -34,7 +34,7 @@ class _RefusingEditor(Editor):
 
 def _touch_turn(home, name: str, command: str | None = None) -> str:
     command = command or f"touch {name}"
-    return home.script([{"toolCalls": [{"name": "bash", "arguments": {"command": command}, "id": "c1"}]},
+    return home.faux_script([{"toolCalls": [{"name": "bash", "arguments": {"command": command}, "id": "c1"}]},
                         {"text": "finished"}])
 
 

@@ -27,7 +27,7 @@ async def test_with_fs_and_terminal_the_tools_go_through_the_client_and_see_unsa
     with open(app, "w") as f:
         f.write("saved = 0\n")
     editor = Editor(fs=True, terminal=True, buffers={app: "saved = 0\nunsaved = 1\n"})
-    async with running(home, editor, "--faux-script", home.script(FILE_TURN)) as conn:
+    async with running(home, editor, "--faux-script", home.faux_script(FILE_TURN)) as conn:
         sid = (await conn.new_session(cwd=home.cwd, mcp_servers=[])).session_id
         reply = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=prompt_text("edit it")), HANG)
     assert reply.stop_reason == "end_turn"
@@ -51,7 +51,7 @@ async def test_with_fs_and_terminal_the_tools_go_through_the_client_and_see_unsa
 
 
 async def test_cancel_kills_the_command_in_the_clients_terminal(home):
-    script = home.script([{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 60"}, "id": "s1"}]},
+    script = home.faux_script([{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 60"}, "id": "s1"}]},
                           {"text": "after"}])
     editor = Editor(terminal=True)
     async with running(home, editor, "--faux-script", script) as conn:
@@ -72,7 +72,7 @@ async def test_without_client_capabilities_the_tools_stay_local_and_never_call_t
         f.write("saved = 0\nunsaved = 1\n")
     editor = Editor(buffers={app: "a buffer the agent must not see\n"})
     # --yolo: no permission request either (the default mode would ask before the bash call)
-    async with running(home, editor, "--faux-script", home.script(FILE_TURN), "--yolo") as conn:
+    async with running(home, editor, "--faux-script", home.faux_script(FILE_TURN), "--yolo") as conn:
         sid = (await conn.new_session(cwd=home.cwd, mcp_servers=[])).session_id
         reply = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=prompt_text("edit it")), HANG)
     assert reply.stop_reason == "end_turn"
@@ -97,7 +97,7 @@ async def test_fs_read_alone_is_not_enough_to_delegate(home):
     with open(os.path.join(home.cwd, "app.py"), "w") as f:
         f.write("unsaved = 1\n")
     editor = ReadOnlyEditor()
-    async with running(home, editor, "--faux-script", home.script(FILE_TURN[:1] + [{"text": "ok"}])) as conn:
+    async with running(home, editor, "--faux-script", home.faux_script(FILE_TURN[:1] + [{"text": "ok"}])) as conn:
         sid = (await conn.new_session(cwd=home.cwd, mcp_servers=[])).session_id
         await asyncio.wait_for(conn.prompt(session_id=sid, prompt=prompt_text("read")), HANG)
     assert editor.calls == []

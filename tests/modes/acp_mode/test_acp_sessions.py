@@ -30,7 +30,7 @@ async def _make_session(home, editor, script) -> str:
 
 
 async def test_load_replays_the_conversation_with_tool_calls_before_its_response(home):
-    sid = await _make_session(home, Editor(), home.script(TOOL_TURN))
+    sid = await _make_session(home, Editor(), home.faux_script(TOOL_TURN))
     editor = Editor()
     async with running(home, editor, "--provider", "faux") as conn:
         loaded = await asyncio.wait_for(conn.load_session(cwd=home.cwd, session_id=sid, mcp_servers=[]), HANG)
@@ -71,8 +71,8 @@ async def test_load_of_an_unknown_id_is_an_error_not_a_fresh_session(home):
 
 
 async def test_a_session_begun_in_acp_continues_in_rpc_mode(home):
-    sid = await _make_session(home, Editor(), home.script(TOOL_TURN))
-    script = home.script([{"text": "Continued in RPC."}], "rpc.json")
+    sid = await _make_session(home, Editor(), home.faux_script(TOOL_TURN))
+    script = home.faux_script([{"text": "Continued in RPC."}], "rpc.json")
     proc = Proc([PISCES[0], "--mode", "rpc", "--no-ready", "--faux-script", script, "--session", sid], home.env(),
                 home.cwd)
     try:
@@ -95,7 +95,7 @@ async def test_a_session_begun_in_acp_continues_in_rpc_mode(home):
 
 
 async def test_a_session_begun_in_rpc_loads_in_acp_and_its_next_turn_lands_in_the_same_file(home):
-    script = home.script([{"text": "From RPC."}, {"text": "From the editor."}])
+    script = home.faux_script([{"text": "From RPC."}, {"text": "From the editor."}])
     proc = Proc([PISCES[0], "--mode", "rpc", "--no-ready", "--faux-script", script], home.env(), home.cwd)
     try:
         sid = proc.request({"type": "get_state"})["data"]["sessionId"]
@@ -104,7 +104,7 @@ async def test_a_session_begun_in_rpc_loads_in_acp_and_its_next_turn_lands_in_th
     finally:
         proc.close()
     editor = Editor()
-    script2 = home.script([{"text": "From the editor."}], "acp.json")
+    script2 = home.faux_script([{"text": "From the editor."}], "acp.json")
     async with running(home, editor, "--faux-script", script2) as conn:
         await conn.load_session(cwd=home.cwd, session_id=sid, mcp_servers=[])
         reply = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=prompt_text("Hi again")), HANG)
@@ -117,9 +117,9 @@ async def test_a_session_begun_in_rpc_loads_in_acp_and_its_next_turn_lands_in_th
 
 
 async def test_list_resume_and_close(home):
-    sid = await _make_session(home, Editor(), home.script(TOOL_TURN))
+    sid = await _make_session(home, Editor(), home.faux_script(TOOL_TURN))
     editor = Editor()
-    script = home.script([{"text": "resumed", "chunkSize": 1, "delayMs": 100}] * 2, "more.json")
+    script = home.faux_script([{"text": "resumed", "chunkSize": 1, "delayMs": 100}] * 2, "more.json")
     async with running(home, editor, "--faux-script", script) as conn:
         listed = await conn.list_sessions(cwd=home.cwd)
         assert [(s.session_id, s.title, s.cwd) for s in listed.sessions] == [(sid, "First task", home.cwd)]

@@ -47,7 +47,7 @@ async def test_new_session_ids_are_distinct_and_cwd_must_be_absolute(home):
 
 async def test_a_turn_streams_thinking_text_and_tool_calls_then_answers_end_turn_with_usage(home):
     (open(os.path.join(home.cwd, "notes.txt"), "w")).write("alpha\nbeta\n")
-    script = home.script([
+    script = home.faux_script([
         {"thinking": "Look first.", "text": "Reading.", "toolCalls": [
             {"name": "read", "arguments": {"path": "notes.txt"}, "id": "r1"},
             {"name": "bash", "arguments": {"command": "echo from-bash; exit 3"}, "id": "b1"}],
@@ -93,7 +93,7 @@ async def test_a_turn_streams_thinking_text_and_tool_calls_then_answers_end_turn
 
 
 async def test_cancel_during_a_tool_answers_cancelled_with_every_update_before_the_answer(home):
-    script = home.script([{"toolCalls": [{"name": "bash", "arguments": {"command": "echo started; sleep 60"},
+    script = home.faux_script([{"toolCalls": [{"name": "bash", "arguments": {"command": "echo started; sleep 60"},
                                           "id": "slow"}]}, {"text": "after"}])
     editor = Editor()
     async with running(home, editor, "--faux-script", script) as conn:
@@ -114,7 +114,7 @@ async def test_cancel_during_a_tool_answers_cancelled_with_every_update_before_t
 
 
 async def test_cancel_while_the_model_streams_and_the_next_prompt_still_works(home):
-    script = home.script([{"text": "x" * 400, "chunkSize": 1, "delayMs": 50}, {"text": "second answer"}])
+    script = home.faux_script([{"text": "x" * 400, "chunkSize": 1, "delayMs": 50}, {"text": "second answer"}])
     editor = Editor()
     async with running(home, editor, "--faux-script", script) as conn:
         sid = (await conn.new_session(cwd=home.cwd, mcp_servers=[])).session_id
@@ -128,7 +128,7 @@ async def test_cancel_while_the_model_streams_and_the_next_prompt_still_works(ho
 
 
 async def test_a_model_error_is_a_json_rpc_error_with_the_providers_sentence(home):
-    script = home.script([{"text": "partial", "error": "401 invalid x-api-key"}])
+    script = home.faux_script([{"text": "partial", "error": "401 invalid x-api-key"}])
     editor = Editor()
     async with running(home, editor, "--faux-script", script) as conn:
         await conn.new_session(cwd=home.cwd, mcp_servers=[])
@@ -152,7 +152,7 @@ async def test_without_a_key_the_prompt_fails_with_the_sentence_that_says_what_t
 
 
 async def test_modes_and_config_options_change_the_session(home):
-    script = home.script([{"toolCalls": [{"name": "bash", "arguments": {"command": "echo no"}, "id": "b1"}]},
+    script = home.faux_script([{"toolCalls": [{"name": "bash", "arguments": {"command": "echo no"}, "id": "b1"}]},
                           {"text": "ok"}])
     editor = Editor()
     async with running(home, editor, "--faux-script", script) as conn:
@@ -189,7 +189,7 @@ async def test_available_commands_list_the_prompt_templates_and_a_slash_command_
     os.makedirs(prompts)
     with open(os.path.join(prompts, "review.md"), "w") as f:
         f.write("---\ndescription: Review a file\n---\nPlease review $1 carefully.\n")
-    script = home.script([{"text": "Reviewed."}])
+    script = home.faux_script([{"text": "Reviewed."}])
     editor = Editor()
     async with running(home, editor, "--faux-script", script) as conn:
         sid = (await conn.new_session(cwd=home.cwd, mcp_servers=[])).session_id
@@ -240,7 +240,7 @@ async def test_prompts_with_an_image_a_link_an_embedded_file_and_meta_are_accept
     from acp import image_block, resource_block, resource_link_block, text_block
     from acp.helpers import embedded_text_resource
 
-    script = home.script([{"text": "Seen."}, {"text": "Seen again."}])
+    script = home.faux_script([{"text": "Seen."}, {"text": "Seen again."}])
     png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
     editor = Editor()
     async with running(home, editor, "--faux-script", script) as conn:
