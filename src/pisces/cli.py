@@ -11,9 +11,9 @@ from typing import Any, Sequence
 from pisces import __version__
 
 THINKING_CHOICES = ("off", "minimal", "low", "medium", "high", "xhigh")
-MODES = ("text", "json", "rpc", "acp")
-STREAM_PROFILES = ("full", "lean", "deltas")
-APPROVAL_MODES = ("yolo", "write", "always-ask")  # pisces.core.approval.MODES, without importing it  # pisces.modes.stream_encoding.PROFILES, without importing it
+MODES = ("text", "json", "rpc", "acp", "web")
+STREAM_PROFILES = ("full", "lean", "deltas")  # pisces.modes.stream_encoding.PROFILES, without importing it
+APPROVAL_MODES = ("yolo", "write", "always-ask")  # pisces.core.approval.MODES, without importing it
 
 # Flags pisces accepts for pi's wrappers but does not act on (yet): dest -> why. A mode prints one line about
 # the ones given. Features built later remove their entry here.
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-key", dest="api_key", help="API key for the selected provider (overrides env and auth.json)")
     p.add_argument("--thinking", type=_choice(THINKING_CHOICES, "--thinking"), help="thinking level: "
                    + ", ".join(THINKING_CHOICES))
-    p.add_argument("--mode", type=_choice(MODES, "--mode"), default=None, help="output mode: text (default), json, rpc")
+    p.add_argument("--mode", type=_choice(MODES, "--mode"), default=None, help="output mode: text (default), json, rpc, acp, web (the browser UI: docs/web.md)")
     p.add_argument("-p", "--print", dest="print_mode", action="store_true",
                    help="answer the prompt, print the final text and exit")
     p.add_argument("--no-session", dest="no_session", action="store_true", help="keep the session in memory only")
@@ -125,7 +125,23 @@ def build_parser() -> argparse.ArgumentParser:
                         "edits; commands ask), always-ask (only reads); known-dangerous commands always ask")
     p.add_argument("--yolo", dest="approval_mode", action="store_const", const="yolo",
                    help="the same as --approval-mode yolo")
+    _add_web_flags(p)
     return p
+
+
+def _add_web_flags(p: argparse.ArgumentParser) -> None:
+    """The web mode (docs/web.md): ``--mode web``, or ``--mode rpc --web`` for stdio and browsers at once."""
+    p.add_argument("--web", action="store_true",
+                   help="RPC mode: also serve the browser UI on the same live session (see --mode web)")
+    p.add_argument("--host", metavar="ADDR", help="web: the address to listen on (default 127.0.0.1; any "
+                   "other needs --web-token)")
+    p.add_argument("--port", type=int, metavar="N", help="web: the port (default: a free one)")
+    p.add_argument("--web-token", dest="web_token", metavar="TOKEN",
+                   help="web: the token programs send (Authorization: Bearer); default PISCES_WEB_TOKEN, "
+                        "else a random one")
+    p.add_argument("--web-origin", dest="web_origins", action="append", metavar="URL",
+                   help="web: one more Origin browsers may connect from, e.g. https://box.example:8443 "
+                        "behind a proxy (repeatable)")
 
 
 def _add_trust_flags(p: argparse.ArgumentParser) -> None:
@@ -223,6 +239,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(picked, int):
             return picked
         args.session = picked
+    if mode == "web" or args.web:
+        problem = _web_flag_problem(args, mode)
+        if problem:
+            return _fail(problem)
+    if mode == "web":
+        gc.disable()
+        from pisces.modes.web.main import run_web
+
+        return run_web(args)
     if mode == "rpc":
         if args.print_mode:
             return _fail("-p/--print cannot be combined with --mode rpc")
@@ -249,6 +274,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pisces.modes.print import run_print
 
     return run_print(args, json_events=False)
+
+
+def _web_flag_problem(args: Any, mode: str) -> str | None:
+    if args.web and mode != "rpc":
+        return "--web goes with --mode rpc (stdio and browsers on one session); for browsers alone use --mode web"
+    if args.print_mode or args.messages:
+        return "the web mode takes its prompts from the browser: no -p and no message arguments"
+    from pisces.modes.web.main import check_args
+
+    return check_args(args)
 
 
 def _session_flag_conflict(args: Any) -> str | None:

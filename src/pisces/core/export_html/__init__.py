@@ -170,6 +170,14 @@ def _tools_of(session: Any) -> list[dict[str, Any]]:
 def export_session(session: Any, output_path: str | None) -> str:
     """Export an AgentSession's whole tree. Returns the path to report (``output_path`` as given, or the
     default relative name). Raises :class:`ExportError` with pi's messages when there is nothing on disk."""
+    page = render_session(session)
+    path = output_path or default_output_path(session.store.get_session_file())
+    _write(path, page)
+    return path
+
+
+def render_session(session: Any) -> bytes:
+    """An AgentSession's whole tree as the page's bytes (the web mode's download)."""
     store = session.store
     session_file = store.get_session_file() if store.is_persisted() else None
     if not session_file:
@@ -183,9 +191,7 @@ def export_session(session: Any, output_path: str | None) -> str:
                        session_name=store.get_session_name(),
                        system_prompt=system_prompt if isinstance(system_prompt, str) else None,
                        tools=_tools_of(session))
-    path = output_path or default_output_path(session_file)
-    _write(path, page)
-    return path
+    return page
 
 
 def export_file(session_jsonl_path: str, out_path: str | None = None) -> str:

@@ -382,9 +382,15 @@ def h_set_stream_options(server: Any, cmd: dict) -> Any:
         if profile is not None and chosen != profile:
             raise RpcError(f"profile '{profile}' contradicts partial/messageSnapshots (they give '{chosen}')")
         profile = chosen
+    seq = cmd.get("seq")
+    if seq is not None and not isinstance(seq, bool):
+        raise RpcError("Invalid stream options: 'seq' must be true or false")
     if profile is not None:
         out.profile = profile
-    return {"profile": out.profile, "partial": out.profile == FULL, "messageSnapshots": out.profile != DELTAS}
+    if seq is not None:
+        out.seq = seq  # broadcast frames carry the host's sequence number (pisces.modes.host)
+    return {"profile": out.profile, "partial": out.profile == FULL, "messageSnapshots": out.profile != DELTAS,
+            "seq": bool(getattr(out, "seq", False))}
 
 
 def h_set_budget(server: Any, cmd: dict) -> Any:

@@ -21,9 +21,21 @@ async def _serve(args: Any, writer: FrameWriter) -> int:
         sys.stderr.write(f"pisces: {exc}\n")
         return exc.exit_code
     writer.profile = getattr(args, "stream_profile", None) or writer.profile
+    web = host = None
+    if getattr(args, "web", False):  # browsers on the same live session (pisces.modes.web)
+        from pisces.modes.host import Host
+        from pisces.modes.web.main import host_options, start_web
+
+        host = Host(session, resumable=True, **host_options(session))
+        try:
+            web = await start_web(host, args, announce=lambda text: sys.stderr.write(f"pisces web: {text}\n"))
+        except OSError as exc:
+            sys.stderr.write(f"pisces: cannot listen on {args.host or '127.0.0.1'}:{args.port or 0}: "
+                             f"{exc.strerror or exc}\n")
+            return 1
     from pisces.modes import signals
 
-    server = RpcServer(session, writer)
+    server = RpcServer(session, writer, host)
     remove = signals.install(asyncio.get_running_loop(), server.terminate)
     # Start-up is over (the CLI paused the collector for it): what it built lives as long as the process,
     # so the collector never needs to look at it again.
@@ -33,6 +45,8 @@ async def _serve(args: Any, writer: FrameWriter) -> int:
         code = await server.serve(ready=not args.no_ready)
     finally:
         remove()
+        if web is not None:
+            await web.close()
     return signals.exit_code(server.exit_signal) if server.exit_signal else code
 
 

@@ -9,7 +9,6 @@ nothing, in particular ``abort*`` and ``extension_ui_response``, waits behind a 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import sys
 import threading
@@ -17,9 +16,8 @@ from typing import Any
 
 import msgspec
 
-from pisces.modes.rpc.handlers import ANSWERED, COMMANDS, NO_DATA, RpcError
+from pisces.modes.host import ANSWER_TYPES, Client, Host
 from pisces.modes.rpc.output import FrameWriter
-from pisces.modes.rpc.protocol import canonical_command
 
 _decoder = msgspec.json.Decoder()
 
@@ -58,141 +56,54 @@ def _js_int(text: str) -> int | float:
         return float(text)
 
 
-# Frames that answer a request of ours: routed at once, never queued, never answered.
-ANSWER_TYPES = ("extension_ui_response", "hook_ui_response", "host_tool_result", "host_tool_update",
-                "tool_approval_response")
+class StdioClient(Client):
+    """The process's stdin/stdout as one client of the host: frames go through the FrameWriter (pi's bytes,
+    writev for snapshots), in the writer's stream profile."""
+
+    kind = "stdio"
+
+    def __init__(self, host: Host, writer: FrameWriter) -> None:
+        super().__init__(host, writer.profile)
+        self.writer = writer
+
+    @property
+    def profile(self) -> str:
+        return self.writer.profile
+
+    @profile.setter
+    def profile(self, value: str) -> None:
+        self.writer.profile = value
+        self.host.profile_changed(self)
+
+    def write(self, obj: Any) -> None:
+        self.writer.write(obj)
+
+    def send_bytes(self, frame: bytes) -> None:
+        self.writer.write_bytes(frame)
 
 
 class RpcServer:
-    def __init__(self, session: Any, writer: FrameWriter) -> None:
+    """The stdio loop around a host: stdin lines are the stdio client's commands."""
+
+    def __init__(self, session: Any, writer: FrameWriter, host: Host | None = None) -> None:
         self.session = session
         self.out = writer
-        self.tasks: set[asyncio.Task] = set()
+        self.host = host if host is not None else Host(session)
+        self.client = StdioClient(self.host, writer)
+        self.host.attach(self.client)
+        self.host.on_shutdown_request = self._stop_soon
         self._warmed_api: str | None = None  # the model API whose SDK the warm-up last prepared
         self._warm_timer: asyncio.TimerHandle | None = None
         self._warm_first_asked = 0.0
-        self._ui: Any = None  # the RemoteUI, made when the session first asks for its UI
-        self.host_tools: Any = None  # the HostToolBridge, made by the first set_host_tools
         self._lines: asyncio.Queue | None = None
-        self._shutdown_requested = False
         self.exit_signal = 0  # the SIGINT/SIGTERM/SIGHUP that ended the process (pisces.modes.signals)
-        self.typed_approvals = False  # the client announced typedToolApprovals (negotiate_protocol)
-        self.approvals: Any = None  # the ClientApprover asking this client (pisces.modes.approvals)
-        if getattr(session, "approval", None) is not None:
-            from pisces.modes.approvals import ClientApprover
-
-            self.approvals = ClientApprover(self._send_approval, typed=lambda: self.typed_approvals)
-            session.approval.set_approver(self.approvals)
-        session.subscribe(self._emit)
-        session.ui_factory = self._make_ui
-        # an extension's ctx.shutdown() ends the process once the current command is answered; a replaced
-        # session's session_start reaches handlers twice, as in pi's RPC mode
-        session.extension_options.update(shutdown_handler=self._request_shutdown, rebinds_on_replace=True)
-
-    def _make_ui(self) -> Any:
-        from pisces.modes.ui_requests import DEFAULT_DIALOG_TIMEOUT_MS, RemoteUI
-
-        self._ui = RemoteUI(self._send, default_timeout_ms=_setting_ms(self.session, "ui.dialogTimeoutMs",
-                                                                       DEFAULT_DIALOG_TIMEOUT_MS))
-        return self._ui
-
-    def host_tool_bridge(self) -> Any:
-        if self.host_tools is None:
-            from pisces.modes.host_tools import DEFAULT_TIMEOUT_MS, HostToolBridge
-            from pisces.modes.ui_requests import PendingRequests
-
-            self.host_tools = HostToolBridge(self._send, PendingRequests(),
-                                             _setting_ms(self.session, "hostTools.timeoutMs", DEFAULT_TIMEOUT_MS))
-        return self.host_tools
-
-    def _send(self, frame: dict[str, Any]) -> None:
-        """A request of ours (extension UI, host tool call): written like any frame."""
-        self.out.write(frame)
-
-    def _send_approval(self, frame: dict[str, Any]) -> None:
-        """An approval frame, in the form this client understands (typed, or pi's select)."""
-        from pisces.modes.approvals import client_form
-
-        self.out.write(client_form(frame, self.typed_approvals))
-
-    def set_client_capabilities(self, capabilities: dict[str, Any]) -> dict[str, Any]:
-        """``negotiate_protocol``: what this client understands. Approval requests already open are sent
-        again in the new form (and withdrawn in the old one), after the response."""
-        from pisces.modes.approvals import TYPED_TOOL_APPROVALS, client_form
-
-        value = capabilities.get("typedToolApprovals", False)
-        if isinstance(value, bool) or (isinstance(value, int) and value >= 0):
-            typed = bool(value)
-        else:
-            raise RpcError("Invalid 'typedToolApprovals': expected a version number (1) or true/false")
-        before, self.typed_approvals = self.typed_approvals, typed
-        if before != typed and self.approvals is not None and len(self.approvals.pending):
-            from pisces.modes.approvals import cancel_frame
-
-            def resend() -> None:
-                for frame in self.approvals.pending_frames():
-                    self.out.write(client_form(cancel_frame(frame["id"], frame["toolCallId"], "resent"), before))
-                    self.out.write(client_form(frame, typed))
-
-            asyncio.get_running_loop().call_soon(resend)
-        return {"protocolVersion": 2, "serverCapabilities": {"typedToolApprovals": TYPED_TOOL_APPROVALS},
-                "clientCapabilities": {"typedToolApprovals": TYPED_TOOL_APPROVALS if typed else 0}}
-
-    def _route_answer(self, ctype: str, frame: dict[str, Any]) -> None:
-        """Answers to our requests. An unknown id is ignored, and nothing is ever written back."""
-        if ctype == "tool_approval_response" or (self.approvals is not None and self.approvals.owns(frame.get("id"))):
-            if self.approvals is not None:
-                self.approvals.answer(frame)
-        elif ctype in ("extension_ui_response", "hook_ui_response"):
-            if self._ui is not None:
-                self._ui.answer(frame)
-        elif self.host_tools is not None:
-            pending = self.host_tools.pending
-            if ctype == "host_tool_result":
-                pending.answer(frame.get("id"), frame)
-            else:
-                pending.update(frame.get("id"), frame)
-
-    def _request_shutdown(self) -> None:
-        self._shutdown_requested = True
-        if not self.session.is_busy:
-            self._stop_soon()
 
     def _stop_soon(self) -> None:
         if self._lines is not None:
             asyncio.get_running_loop().call_soon(self._lines.put_nowait, None)
 
     def _emit(self, event: Any) -> None:
-        try:
-            self.out.write(event)
-        except Exception as exc:  # noqa: BLE001 - a frame that cannot be encoded must not stop the run
-            sys.stderr.write(f"pisces: a {_event_type(event)} event could not be sent: {_message(exc)}\n")
-        if self._shutdown_requested and isinstance(event, dict) and event.get("type") == "agent_settled":
-            self._stop_soon()
-
-    # -- responses ----------------------------------------------------------------------------
-    def respond(self, req_id: Any, command: Any, data: Any = NO_DATA, error: str | None = None) -> None:
-        frame: dict[str, Any] = {}
-        if req_id is not None:
-            frame["id"] = req_id
-        frame["type"] = "response"
-        if command is not None:
-            frame["command"] = command
-        if error is not None:
-            frame["success"] = False
-            frame["error"] = error
-        else:
-            frame["success"] = True
-            if data is not NO_DATA:
-                frame["data"] = data
-        try:
-            self.out.write(frame)
-        except Exception as exc:  # noqa: BLE001 - still one response, and the process lives on
-            if error is not None:
-                raise
-            self.respond(req_id, command, error=f"The response could not be encoded: {_message(exc)}")
-        if self._shutdown_requested:
-            self._stop_soon()
+        self.host.broadcast(event)
 
     # -- dispatch -----------------------------------------------------------------------------
     def handle_line(self, raw: bytes) -> bool:
@@ -200,51 +111,7 @@ class RpcServer:
         return self.dispatch(*parse_line(raw))
 
     def dispatch(self, cmd: Any, parse_error: str | None) -> bool:
-        if parse_error is not None:
-            self.respond(None, "parse", error=parse_error)
-            return False
-        req_id = cmd.get("id") if isinstance(cmd, dict) else None
-        ctype = cmd.get("type") if isinstance(cmd, dict) else None
-        if ctype is None or not isinstance(ctype, str):
-            self.respond(req_id, None if ctype is None else ctype, error=f"Unknown command: {_js_str(ctype)}")
-            return False
-        if ctype in ANSWER_TYPES:
-            self._route_answer(ctype, cmd)
-            return False
-        name = canonical_command(ctype)
-        handler = COMMANDS.get(name) if name else None
-        if handler is None:
-            self.respond(req_id, ctype, error=f"Unknown command: {ctype}")
-            return False
-        try:
-            result = handler(self, cmd)
-        except RpcError as exc:
-            self.respond(req_id, ctype, error=str(exc))
-            return False
-        except Exception as exc:  # noqa: BLE001 - any failure is an error response, never a crash
-            self.respond(req_id, ctype, error=_message(exc))
-            return False
-        if inspect.isawaitable(result):
-            task = asyncio.ensure_future(self._finish(req_id, ctype, result))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-            return True
-        self.respond(req_id, ctype, data=result)
-        return False
-
-    async def _finish(self, req_id: Any, ctype: str, pending: Any) -> None:
-        try:
-            data = await pending
-        except RpcError as exc:
-            self.respond(req_id, ctype, error=str(exc))
-            return
-        except asyncio.CancelledError:
-            return
-        except Exception as exc:  # noqa: BLE001
-            self.respond(req_id, ctype, error=_message(exc))
-            return
-        if data is not ANSWERED:
-            self.respond(req_id, ctype, data=data)
+        return self.host.dispatch(self.client, cmd, parse_error)
 
     # -- main loop ----------------------------------------------------------------------------
     async def serve(self, stdin: Any = None, *, ready: bool = True) -> int:
@@ -289,8 +156,7 @@ class RpcServer:
             line = await lines.get()
             if line is None or self.exit_signal:
                 if held and not self.exit_signal:  # stdin ended during start-up: nobody can answer a dialog now; then the held commands
-                    if self._ui is not None:
-                        self._ui.close()
+                    self.host.close_dialogs()
                     await asyncio.wait([start], timeout=5)  # type: ignore[list-item]
                     for item in held:
                         self.dispatch(*item)
@@ -357,18 +223,7 @@ class RpcServer:
     async def shutdown(self) -> None:
         """stdin closed (or an extension asked): end open dialogs and host tool calls, stop work in flight,
         flush the session, and let the process exit."""
-        if self._ui is not None:
-            self._ui.close()
-        if self.host_tools is not None:
-            self.host_tools.pending.close()
-        if self.approvals is not None:
-            self.approvals.close()
-        try:
-            await asyncio.wait_for(self.session.shutdown(), timeout=0.8)
-        except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - exiting regardless
-            pass
-        for task in list(self.tasks):
-            task.cancel()
+        await self.host.shutdown()
 
 
 _STARTED: Any = b"\x00started"  # queued when the extensions' start-up is over (never equal to a read line)
@@ -381,26 +236,6 @@ def _report_failure(task: asyncio.Task, what: str) -> None:
 
 def _is_answer(cmd: Any) -> bool:
     return isinstance(cmd, dict) and cmd.get("type") in ANSWER_TYPES
-
-
-def _setting_ms(session: Any, key: str, default: int) -> int:
-    value = session.settings.get(key)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return int(value)
-    return default
-
-
-def _js_str(value: Any) -> str:
-    if value is None:
-        return "undefined"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _event_type(event: Any) -> str:
-    kind = event.get("type") if isinstance(event, dict) else getattr(event, "type", None)
-    return str(kind or type(event).__name__)
 
 
 def _message(exc: BaseException) -> str:

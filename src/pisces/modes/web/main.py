@@ -1,0 +1,113 @@
+"""Entry points: ``pisces --mode web`` (browsers only) and the ``--web`` part of ``pisces --mode rpc --web``."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import sys
+from typing import Any
+
+from pisces.modes.web.auth import MIN_TOKEN_CHARS, is_loopback
+
+
+class WebConfigError(Exception):
+    pass
+
+
+def check_args(args: Any) -> str | None:
+    """The reason these flags cannot start a server, or None. A non-loopback --host needs a token."""
+    token = web_token(args)
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        return f"the web token must be at least {MIN_TOKEN_CHARS} characters long"
+    host = args.host or "127.0.0.1"
+    if not is_loopback(host) and token is None:
+        return (f"--host {host} would serve this agent to the network: give a token with --web-token "
+                "(or PISCES_WEB_TOKEN) to start anyway")
+    port = args.port
+    if port is not None and not 0 <= port <= 65535:
+        return f"--port {port} is not a port number (0-65535; 0 picks a free one)"
+    return None
+
+
+def web_token(args: Any) -> str | None:
+    return getattr(args, "web_token", None) or os.environ.get("PISCES_WEB_TOKEN") or None
+
+
+def host_options(session: Any) -> dict[str, Any]:
+    """The replay buffer's bounds from settings (``web.replayBytes``, ``web.replayEvents``)."""
+    out = {}
+    for key, name in (("web.replayBytes", "replay_bytes"), ("web.replayEvents", "replay_events")):
+        value = session.settings.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            out[name] = value
+    return out
+
+
+async def start_web(host: Any, args: Any, *, announce: Any) -> Any:
+    """Bind and start serving ``host`` to browsers; prints where (through ``announce``)."""
+    from pisces.modes.web.server import WebServer
+
+    bind = args.host or "127.0.0.1"
+    web = WebServer(host, bind=bind, port=args.port or 0, token=web_token(args),
+                    origins=tuple(args.web_origins or ()))
+    await web.start()
+    if not is_loopback(bind):
+        announce(f"warning: listening on {bind}:{web.port}, reachable from the network, without TLS; "
+                 "only the pairing link or the token lets anyone in")
+    announce(f"open {web.pairing_url(None)}  (a one-time link that pairs one browser)")
+    if not web.auth.token_given:
+        announce(f"programs: Authorization: Bearer {web.auth.token}  (on ws://.../ws)")
+    return web
+
+
+async def _serve_web(args: Any) -> int:
+    from pisces.core.sdk import SessionConfigError, open_session_from_args
+    from pisces.modes.host import Host
+
+    try:
+        session = await open_session_from_args(args)
+    except SessionConfigError as exc:
+        sys.stderr.write(f"pisces: {exc}\n")
+        return exc.exit_code
+    from pisces.modes import signals
+
+    host = Host(session, resumable=True, **host_options(session))
+    stop = asyncio.Event()
+    host.on_shutdown_request = stop.set
+    ended_by: list[int] = []
+    remove = signals.install(asyncio.get_running_loop(), lambda signum: (ended_by.append(signum), stop.set()))
+    if session.hooks.active:
+        try:
+            await session.hooks.start("startup")
+        except Exception as exc:  # noqa: BLE001 - the session still serves
+            sys.stderr.write(f"pisces: extension start-up failed: {exc}\n")
+    try:
+        web = await start_web(host, args, announce=lambda text: print(f"pisces web: {text}", flush=True))
+    except OSError as exc:
+        sys.stderr.write(f"pisces: cannot listen on {args.host or '127.0.0.1'}:{args.port or 0}: "
+                         f"{exc.strerror or exc}\n")
+        await host.shutdown()
+        return 1
+    gc.freeze()
+    gc.enable()
+    try:
+        await stop.wait()
+    finally:
+        remove()
+        await web.close()
+        await host.shutdown()
+    return signals.exit_code(ended_by[0]) if ended_by else 0
+
+
+def run_web(args: Any) -> int:
+    try:
+        code = asyncio.run(_serve_web(args))
+    except KeyboardInterrupt:
+        code = 130
+    from pisces.modes.signals import kill_tool_processes
+
+    kill_tool_processes()  # whatever the shutdown could not stop in time
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

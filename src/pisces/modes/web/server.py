@@ -1,0 +1,289 @@
+"""The web mode's HTTP + WebSocket server (the ``websockets`` library; see docs/web.md for why).
+
+Routes (GET only):
+
+    /health            {"status":"ok","clients":N}                      no token needed
+    /login             the login page                                   no token needed
+    /pair?token=T      a pairing token (or the access token) -> cookie, 303 to /
+    /                  the browser UI (index.html)                      cookie or bearer token
+    /static/<file>     the UI's files; /vendor/<file> the vendored libraries
+    /export            the current session as pisces' HTML export (a download)
+    /ws                the WebSocket: one client of the host
+
+Anything else without a valid cookie or bearer token is refused (401; ``/`` redirects to the login page).
+Each WebSocket message is one JSON object, the same frames as stdio: commands in; responses, events and
+requests out. ``/ws?since=N&stream=ID`` resumes after frame N of stream ID (``profile=`` sets the stream
+profile from the first frame on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections import deque
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+from pisces.modes.host import Client, Host
+from pisces.modes.rpc.server import parse_line
+from pisces.modes.stream_encoding import DELTAS, PROFILES
+from pisces.modes.web.auth import PAIRING_TTL_S, WebAuth
+
+STATIC = Path(__file__).resolve().parent / "static"
+EXPORT_VENDOR = Path(__file__).resolve().parent.parent.parent / "core" / "export_html" / "vendor"
+VENDOR_DIRS = (STATIC / "vendor", EXPORT_VENDOR)  # our own vendored files, then the HTML export's
+MAX_MESSAGE = 64 * 1024 * 1024  # a prompt with images
+MAX_QUEUED = 64 * 1024 * 1024  # a client this far behind is dropped (it can reconnect and resume)
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+       "connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; "
+       "frame-ancestors 'none'")
+TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+         ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png",
+         ".json": "application/json", ".txt": "text/plain; charset=utf-8", ".md": "text/plain; charset=utf-8",
+         ".webmanifest": "application/manifest+json"}
+
+
+class WebClient(Client):
+    """One WebSocket. Frames are queued and written by the connection's own task, so a slow browser never
+    holds up the session or the other clients; one that falls ``MAX_QUEUED`` bytes behind is disconnected
+    (it reconnects and resumes from the replay buffer, or gets a snapshot)."""
+
+    kind = "websocket"
+    resumable = True
+
+    def __init__(self, host: Host, conn: ServerConnection, profile: str, web: "WebServer") -> None:
+        super().__init__(host, profile, seq=True)
+        self.conn = conn
+        self.web = web
+        self._queue: deque[bytes] = deque()
+        self._queued = 0
+        self._wake = asyncio.Event()
+        self.bytes_sent = 0
+
+    def send_bytes(self, frame: bytes) -> None:
+        if self.closed:
+            return
+        self._queue.append(frame)
+        self._queued += len(frame)
+        if self._queued > MAX_QUEUED:
+            self._queue.clear()
+            self.host.detach(self)
+            asyncio.ensure_future(self.conn.close(1013, "too far behind: reconnect to resume"))
+            return
+        self._wake.set()
+
+    async def pump(self) -> None:
+        conn = self.conn
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                while self._queue:
+                    frame = self._queue.popleft()
+                    self._queued -= len(frame)
+                    await conn.send(memoryview(frame)[:-1], text=True)  # the frame without its newline
+                    self.bytes_sent += len(frame) - 1
+        except ConnectionClosed:
+            pass
+
+
+class WebServer:
+    def __init__(self, host: Host, *, bind: str = "127.0.0.1", port: int = 0, token: str | None = None,
+                 origins: tuple[str, ...] = ()) -> None:
+        self.host = host
+        self.bind = bind
+        self.port = port
+        self._token = token
+        self._origins = origins
+        self.auth: WebAuth | None = None  # made once the port is known
+        self.server: Any = None
+        self.clients: set[WebClient] = set()
+        self._files: dict[Path, bytes] = {}
+
+    @property
+    def base_url(self) -> str:
+        name = self.bind if self.bind not in ("0.0.0.0", "::") else "127.0.0.1"
+        if ":" in name:
+            name = f"[{name}]"
+        return f"http://{name}:{self.port}/"
+
+    def pairing_url(self, ttl_s: float | None = None) -> str:
+        return f"{self.base_url}pair?token={self.auth.new_pairing(ttl_s)}"
+
+    async def start(self) -> None:
+        self.server = await serve(self._handle, self.bind, self.port, process_request=self._process_request,
+                                  compression=None, max_size=MAX_MESSAGE, server_header=None,
+                                  ping_interval=20, ping_timeout=20)
+        self.port = self.server.sockets[0].getsockname()[1]
+        self.auth = WebAuth(port=self.port, host=self.bind, token=self._token, origins=self._origins)
+        self.host.web = self
+        self.host.commands = {**self.host.commands, **WEB_COMMANDS}
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            try:
+                await asyncio.wait_for(self.server.wait_closed(), timeout=2)
+            except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - exiting regardless
+                pass
+
+    # -- HTTP ------------------------------------------------------------------------------------
+    async def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
+        headers = request.headers
+        if not self.auth.host_ok(headers.get("Host")):
+            return _text(403, "Forbidden", "Unknown Host: use the address pisces printed\n")
+        url = urlsplit(request.path)
+        path = url.path
+        if path == "/health":
+            return _json(200, {"status": "ok", "clients": len(self.clients)})
+        if path == "/login":
+            return await self._file(STATIC / "login.html")
+        if path == "/pair":
+            token = (parse_qs(url.query).get("token") or [""])[0]
+            secret = self.auth.pair(token)
+            if secret is None:
+                return _redirect("/login?failed=1")
+            return _redirect("/", cookie=self.auth.set_cookie(secret))
+        authed = self.auth.cookie_ok(headers.get("Cookie")) or self.auth.bearer_ok(headers.get("Authorization"))
+        if path == "/ws":
+            origin = headers.get("Origin")
+            if origin is not None and not self.auth.origin_ok(origin):
+                return _text(403, "Forbidden", "Origin not allowed\n")
+            if not authed:
+                return _text(401, "Unauthorized", "Pair this browser first, or send Authorization: Bearer\n")
+            if origin is None and not self.auth.bearer_ok(headers.get("Authorization")):
+                return _text(403, "Forbidden", "A browser connection must carry its Origin\n")
+            return None  # the WebSocket handshake goes on
+        if not authed:
+            if path in ("/", "/index.html"):
+                return _redirect("/login")
+            return _text(401, "Unauthorized", "Pair this browser first: open the link pisces printed\n")
+        if path in ("/", "/index.html"):
+            return await self._file(STATIC / "index.html")
+        if path == "/export":
+            return await self._export()
+        for prefix, roots in (("/static/", (STATIC,)), ("/vendor/", VENDOR_DIRS)):
+            if path.startswith(prefix):
+                for root in roots:
+                    target = safe_join(root, path[len(prefix):])
+                    if target is not None and target.is_file():
+                        return await self._file(target)
+                return _text(404, "Not Found", "Not found\n")
+        return _text(404, "Not Found", "Not found\n")
+
+    async def _file(self, path: Path) -> Response:
+        body = self._files.get(path)
+        if body is None:
+            body = await asyncio.to_thread(path.read_bytes)
+            self._files[path] = body
+        return _response(200, "OK", TYPES.get(path.suffix, "application/octet-stream"), body)
+
+    async def _export(self) -> Response:
+        from pisces.core.export_html import ExportError, render_session
+
+        try:
+            page = render_session(self.host.session)  # ~13 ms for 2,000 messages; entries read on the loop
+        except ExportError as exc:
+            return _text(409, "Conflict", f"{exc}\n")
+        name = f"pisces-session-{self.host.session.store.get_session_id()}.html"
+        response = _response(200, "OK", "text/html; charset=utf-8", page)
+        response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+    # -- WebSocket ---------------------------------------------------------------------------------
+    async def _handle(self, conn: ServerConnection) -> None:
+        query = parse_qs(urlsplit(conn.request.path).query if conn.request else "")
+        profile = (query.get("profile") or [DELTAS])[0]
+        if profile not in PROFILES:
+            await conn.close(1008, f"unknown stream profile {profile[:40]!r}")
+            return
+        since_text = (query.get("since") or [None])[0]
+        since = int(since_text) if since_text is not None and since_text.isdigit() else None
+        stream = (query.get("stream") or [None])[0]
+        client = WebClient(self.host, conn, profile, self)
+        client.web = self
+        self.clients.add(client)
+        self.host.resume(client, stream, since)  # the missed frames or a snapshot, then the live tail
+        pump = asyncio.ensure_future(client.pump())
+        try:
+            while True:
+                try:
+                    raw = await conn.recv(decode=False)
+                except ConnectionClosed:
+                    break
+                if isinstance(raw, str):
+                    raw = raw.encode("utf-8", "surrogatepass")
+                if self.host.dispatch(client, *parse_line(bytes(raw))):
+                    await asyncio.sleep(0)  # let a quick async command reach its first wait, as on stdio
+        finally:
+            self.clients.discard(client)
+            self.host.detach(client)
+            pump.cancel()
+
+
+def h_web_pair(client: Any, cmd: dict) -> Any:
+    """A new one-time pairing link for another browser (valid ten minutes), and the UI's address."""
+    web = client.host.web
+    return {"url": web.base_url, "pairUrl": web.pairing_url(PAIRING_TTL_S)}
+
+
+WEB_COMMANDS = {"web_pair": h_web_pair}
+
+
+def safe_join(root: Path, rel: str) -> Path | None:
+    """``root/rel`` when ``rel`` (still percent-encoded) names a file inside ``root``; None for anything
+    that could step outside: ``..``, absolute paths, backslashes, NUL, links out of the tree."""
+    rel = unquote(rel)
+    if not rel or "\x00" in rel or "\\" in rel or rel.startswith("/"):
+        return None
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return None
+    target = (root / rel).resolve()
+    base = root.resolve()
+    if os.path.commonpath([str(base), str(target)]) != str(base):
+        return None
+    return target
+
+
+def _response(status: int, reason: str, ctype: str, body: bytes, extra: dict[str, str] | None = None) -> Response:
+    headers = Headers()
+    headers["Content-Type"] = ctype
+    headers["Content-Length"] = str(len(body))
+    headers["Cache-Control"] = "no-store"
+    headers["X-Content-Type-Options"] = "nosniff"
+    headers["Referrer-Policy"] = "no-referrer"
+    headers["Content-Security-Policy"] = CSP
+    headers["Connection"] = "close"
+    for k, v in (extra or {}).items():
+        headers[k] = v
+    return Response(status, reason, headers, body)
+
+
+def _text(status: int, reason: str, text: str) -> Response:
+    return _response(status, reason, "text/plain; charset=utf-8", text.encode())
+
+
+def _json(status: int, data: Any) -> Response:
+    return _response(status, "OK", "application/json", json.dumps(data).encode())
+
+
+def _redirect(location: str, cookie: str | None = None) -> Response:
+    extra = {"Location": location}
+    if cookie is not None:
+        extra["Set-Cookie"] = cookie
+    return _response(303, "See Other", "text/plain; charset=utf-8", b"", extra)
+
+
+def log(text: str) -> None:
+    sys.stderr.write(f"pisces web: {text}\n")
+    sys.stderr.flush()
