@@ -328,7 +328,7 @@ class Host:
         if since is not None and stream_id == self.stream_id:
             frames = self.replay.since(since, self.seq, client.profile)
         if frames is not None:
-            client.write({"type": "resumed", "streamId": self.stream_id, "fromSeq": since, "seq": self.seq})
+            client.write({"type": "resumed", "streamId": self.stream_id, "fromSeq": since, "toSeq": self.seq})
             for seq, frame in frames:
                 client.send_bytes(with_seq(frame, seq))
         else:

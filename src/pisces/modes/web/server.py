@@ -146,7 +146,12 @@ class WebServer:
         if path == "/health":
             return _json(200, {"status": "ok", "clients": len(self.clients)})
         if path == "/login":
-            return await self._file(STATIC / "login.html")
+            page = await self._file(STATIC / "login.html")
+            if "failed" in parse_qs(url.query):
+                page.body = page.body.replace(b'class="failed" hidden', b'class="failed"')
+                del page.headers["Content-Length"]
+                page.headers["Content-Length"] = str(len(page.body))
+            return page
         if path == "/pair":
             token = (parse_qs(url.query).get("token") or [""])[0]
             secret = self.auth.pair(token)

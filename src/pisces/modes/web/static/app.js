@@ -1,0 +1,794 @@
+// pisces web UI: one WebSocket to the host, the same frames as stdio RPC (deltas-only stream profile).
+// On (re)connect the host sends a snapshot, or, when we name the last frame we saw, the frames we missed.
+(function () {
+  'use strict';
+  var R = window.PiscesRender;
+  var el = R.el, add = R.add, isObj = R.isObj, str = R.str;
+  function $(id) { return document.getElementById(id); }
+
+  // -- connection ---------------------------------------------------------------------------------
+  var S = {
+    ws: null, streamId: null, lastSeq: null, nextId: 1, calls: {}, retryMs: 500, everOpen: false,
+    state: null, busy: false, messages: [], cards: {}, streaming: null, requests: {}, forkIds: {},
+    attachments: [], sessionsAll: false, statuses: {}, widgets: {}
+  };
+
+  function wsUrl() {
+    var q = 'profile=deltas';
+    if (S.streamId && S.lastSeq !== null) q += '&since=' + S.lastSeq + '&stream=' + encodeURIComponent(S.streamId);
+    return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws?' + q;
+  }
+
+  function connect() {
+    setConn('connecting', '');
+    var ws = new WebSocket(wsUrl());
+    S.ws = ws;
+    ws.onopen = function () { S.retryMs = 500; S.everOpen = true; setConn('live', 'live'); };
+    ws.onmessage = function (ev) {
+      var frame;
+      try { frame = JSON.parse(ev.data); } catch (e) { return; }
+      if (isObj(frame)) handle(frame);
+    };
+    ws.onclose = function () {
+      if (S.ws !== ws) return;
+      S.ws = null;
+      setConn('reconnecting', 'down');
+      Object.keys(S.calls).forEach(function (id) { S.calls[id].reject(new Error('disconnected')); });
+      S.calls = {};
+      // still paired? a restarted server forgets this browser: back to the login page
+      fetch('/static/app.css', { cache: 'no-store', credentials: 'same-origin' }).then(function (r) {
+        if (r.status === 401) { location.href = '/login'; return; }
+        setTimeout(connect, S.retryMs);
+        S.retryMs = Math.min(S.retryMs * 2, 5000);
+      }, function () { setTimeout(connect, S.retryMs); S.retryMs = Math.min(S.retryMs * 2, 5000); });
+    };
+  }
+  document.addEventListener('visibilitychange', function () {
+    if (document.visibilityState === 'visible' && S.ws && S.ws.readyState > 1) connect();
+  });
+
+  function setConn(text, cls) { var c = $('conn'); c.textContent = text; c.className = 'conn ' + cls; }
+
+  function call(type, fields) {
+    return new Promise(function (resolve, reject) {
+      if (!S.ws || S.ws.readyState !== 1) { reject(new Error('not connected')); return; }
+      var id = 'w' + (S.nextId++);
+      var cmd = { id: id, type: type };
+      for (var k in fields || {}) cmd[k] = fields[k];
+      S.calls[id] = { resolve: resolve, reject: reject, type: type };
+      S.ws.send(JSON.stringify(cmd));
+    });
+  }
+  function send(frame) { if (S.ws && S.ws.readyState === 1) S.ws.send(JSON.stringify(frame)); }
+  function quietly(p) { return p.catch(function (e) { toast(e.message || String(e), true); }); }
+
+  // -- frames -------------------------------------------------------------------------------------
+  function handle(f) {
+    if (f.type === 'response') { onResponse(f); return; }
+    if (f.type === 'snapshot') { applySnapshot(f); return; }
+    if (f.type === 'resumed') { S.streamId = f.streamId; return; }
+    if (typeof f.seq === 'number') {
+      if (S.lastSeq !== null && f.seq <= S.lastSeq) return;  // seen already
+      S.lastSeq = f.seq;
+    }
+    var fn = HANDLERS[f.type];
+    if (fn) fn(f);
+  }
+
+  function onResponse(f) {
+    var pending = f.id !== undefined ? S.calls[f.id] : null;
+    if (!pending) {  // a late failure of a prompt (its run failed after it was accepted)
+      if (f.success === false) toast(f.command + ': ' + f.error, true);
+      return;
+    }
+    if (f.command === 'prompt' && f.success && !pending.done) { pending.done = true; pending.resolve(f.data); return; }
+    delete S.calls[f.id];
+    if (f.success) pending.resolve(f.data); else pending.reject(new Error(f.error || 'failed'));
+  }
+
+  var HANDLERS = {
+    agent_start: function () { setBusy(true); },
+    agent_settled: function () {
+      setBusy(false);
+      var last = lastAssistant();
+      if (last && (last.stopReason === 'error' || last.stopReason === 'aborted')) {
+        notify('pisces: the run ' + (last.stopReason === 'error' ? 'failed' : 'was stopped'), str(last.errorMessage));
+      } else {
+        notify('pisces: the reply is ready', replyPreview(last));
+      }
+      refreshState();
+      loadSessions();
+    },
+    message_start: function (f) { onMessageStart(f.message); },
+    message_update: function (f) { onUpdate(f.assistantMessageEvent); },
+    message_end: function (f) { onMessageEnd(f.message); },
+    tool_execution_start: function (f) { var c = card(f.toolCallId, f.toolName, f.args); c.setState('running'); },
+    tool_execution_update: function (f) { var c = card(f.toolCallId, f.toolName, f.args); c.setResult(f.partialResult, false, true); },
+    tool_execution_end: function (f) { var c = card(f.toolCallId, f.toolName); c.setResult(f.result, f.isError, false); },
+    queue_update: function (f) { renderQueue(f.steering || [], f.followUp || []); },
+    session_changed: function () { reloadSession(); },
+    session_info_changed: function (f) { if (S.state) S.state.sessionName = f.name; renderTitle(); },
+    thinking_level_changed: function (f) { if (S.state) S.state.thinkingLevel = f.level; renderSelectors(); },
+    compaction_start: function () { setStatus('Compacting the context…'); },
+    auto_compaction_start: function () { setStatus('Compacting the context…'); },
+    compaction_end: function (f) { setStatus(''); if (f.errorMessage) toast(f.errorMessage, true); reloadSession(); },
+    auto_compaction_end: function (f) { setStatus(''); if (f.errorMessage) toast(f.errorMessage, true); reloadSession(); },
+    auto_retry_start: function (f) { setStatus('Retrying (' + f.attempt + '/' + f.maxAttempts + '): ' + str(f.errorMessage)); },
+    auto_retry_end: function (f) { setStatus(f.success ? '' : 'Retry failed: ' + str(f.finalError)); },
+    extension_error: function (f) { toast('Extension error: ' + str(f.error), true); },
+    budget_warning: function (f) { toast(str(f.message) || 'Budget warning'); },
+    budget_exceeded: function (f) { toast(str(f.message) || 'Budget exceeded', true); },
+    extension_ui_request: function (f) { uiRequest(f); },
+    tool_approval_request: function (f) { showApproval(f); },
+    tool_approval_cancel: function (f) { closeRequest(f.targetId || f.id); },
+    project_trust: function (f) { if (f.ignoredProjectSettings) toast('This project is not trusted: some of its settings were ignored'); }
+  };
+
+  // -- snapshot and state ---------------------------------------------------------------------------
+  function applySnapshot(f) {
+    S.streamId = f.streamId;
+    S.lastSeq = f.seq;
+    S.state = f.state || null;
+    Object.keys(S.requests).forEach(closeRequest);
+    renderMessages(f.messages || []);
+    if (isObj(f.streamingMessage)) onMessageStart(f.streamingMessage);
+    (f.runningTools || []).forEach(function (t) {
+      var c = card(t.toolCallId, t.toolName, t.args);
+      c.setState('running');
+      if (t.partialResult) c.setResult(t.partialResult, false, true);
+    });
+    var q = f.queue || {};
+    renderQueue(q.steering || [], q.followUp || []);
+    (f.requests || []).forEach(function (r) { if (r.type === 'tool_approval_request') showApproval(r); else uiRequest(r); });
+    setBusy(!!(S.state && S.state.isStreaming));
+    renderTitle();
+    loadModels();
+    refreshState();
+    loadSessions();
+    if (!$('tab-tree').hidden) loadTree();
+  }
+
+  function reloadSession() {
+    Promise.all([call('get_state'), call('get_messages')]).then(function (r) {
+      S.state = r[0];
+      if (!S.streaming) renderMessages(r[1].messages || []);
+      renderTitle();
+      renderSelectors();
+      refreshStats();
+      loadSessions();
+      if (!$('tab-tree').hidden) loadTree();
+    }).catch(function () {});
+  }
+
+  function refreshState() {
+    call('get_state').then(function (st) { S.state = st; renderTitle(); renderSelectors(); setBusy(st.isStreaming); }).catch(function () {});
+    refreshStats();
+    loadForkIds();
+  }
+
+  function refreshStats() {
+    call('get_session_stats').then(renderStats).catch(function () {});
+  }
+
+  function renderTitle() {
+    var st = S.state || {};
+    var name = st.sessionName || (st.sessionId ? 'session ' + st.sessionId.slice(0, 8) : 'pisces');
+    $('session-name').textContent = name;
+    document.title = (S.busy ? '… ' : '') + name + ' · pisces';
+    $('auto-compaction').checked = !!st.autoCompactionEnabled;
+  }
+
+  function fmtTokens(n) { return n >= 1000000 ? (n / 1e6).toFixed(1) + 'M' : n >= 1000 ? (n / 1000).toFixed(1) + 'k' : String(n || 0); }
+
+  function renderStats(st) {
+    var u = $('usage');
+    u.textContent = '';
+    var ctx = st.contextUsage;
+    if (ctx && typeof ctx.percent === 'number') {
+      var bar = el('span', 'bar');
+      var fill = el('i');
+      fill.style.width = Math.min(100, Math.max(0, ctx.percent)) + '%';
+      add(bar, fill);
+      add(u, bar, document.createTextNode(Math.round(ctx.percent) + '% of ' + fmtTokens(ctx.contextWindow) + ' '));
+    }
+    var t = st.tokens || {};
+    add(u, document.createTextNode('↑' + fmtTokens(t.input) + ' ↓' + fmtTokens(t.output) + ' $' + Number(st.cost || 0).toFixed(3)));
+    var dl = $('stats');
+    dl.textContent = '';
+    [['Messages', st.totalMessages], ['Tool calls', st.toolCalls], ['Input tokens', t.input], ['Output tokens', t.output],
+     ['Cache read', t.cacheRead], ['Cache write', t.cacheWrite], ['Cost', '$' + Number(st.cost || 0).toFixed(4)],
+     ['Context', ctx ? (ctx.tokens === null ? '?' : ctx.tokens) + ' / ' + ctx.contextWindow : 'n/a'],
+     ['Session file', st.sessionFile || '(in memory)']].forEach(function (row) {
+      add(dl, el('dt', null, row[0]), el('dd', null, row[1] === undefined ? '' : String(row[1])));
+    });
+  }
+
+  function setBusy(busy) {
+    S.busy = !!busy;
+    $('abort-btn').hidden = !S.busy;
+    $('send-btn').textContent = S.busy ? ($('send-mode').value === 'steer' ? 'Steer' : 'Follow up') : 'Send';
+    if (!S.busy && S.streaming) finishStreaming();
+    renderTitle();
+  }
+  function setStatus(text) { $('status').textContent = text || ''; }
+
+  // -- messages -------------------------------------------------------------------------------------
+  function renderMessages(messages) {
+    S.messages = messages.slice();
+    S.cards = {};
+    S.streaming = null;
+    var box = $('messages');
+    box.textContent = '';
+    messages.forEach(function (m) { appendMessage(m); });
+    scrollDown(true);
+  }
+
+  function lastAssistant() {
+    for (var i = S.messages.length - 1; i >= 0; i--) if (S.messages[i] && S.messages[i].role === 'assistant') return S.messages[i];
+    return null;
+  }
+  function replyPreview(m) { return m ? R.textOf(m.content).slice(0, 140) : ''; }
+
+  function card(id, name, args) {
+    var c = S.cards[id];
+    if (!c) {
+      c = new R.ToolCard({ id: id, name: name, arguments: args });
+      S.cards[id] = c;
+      add($('messages'), wrapLoose(c.el));
+    } else if (args !== undefined && c.args === undefined) {
+      c.setArgs(args);
+    }
+    return c;
+  }
+  function wrapLoose(node) { return add(el('div', 'msg assistant'), node); }
+
+  function appendMessage(m) {
+    if (!isObj(m)) return;
+    var box = $('messages');
+    var role = m.role;
+    if (role === 'user') {
+      add(box, userEl(m));
+    } else if (role === 'assistant') {
+      var wrap = el('div', 'msg assistant' + (m.stopReason === 'error' ? ' error' : ''));
+      fillAssistant(wrap, m);
+      add(box, wrap);
+    } else if (role === 'toolResult') {
+      var c = S.cards[m.toolCallId] || card(m.toolCallId, m.toolName);
+      c.setResult(m, !!m.isError, false);
+    } else if (role === 'bashExecution') {
+      var b = el('div', 'msg system');
+      add(b, el('div', 'who', 'bash (run by the user' + (m.excludeFromContext ? ', not sent to the model' : '') + ')'),
+        R.codeBlock('$ ' + str(m.command) + '\n' + str(m.output), null, 'output'));
+      add(box, b);
+    } else if (role === 'compactionSummary' || role === 'branchSummary') {
+      var s = el('details', 'msg system');
+      add(s, el('summary', null, role === 'compactionSummary' ? 'Earlier messages were compacted' : 'Summary of the branch left'),
+        R.markdown(m.summary));
+      add(box, s);
+    } else if (role === 'custom') {
+      if (m.display === false) return;
+      var cm = el('div', 'msg system');
+      add(cm, el('div', 'who', str(m.customType) || 'extension'), R.markdown(R.textOf(m.content)));
+      add(box, cm);
+    }
+  }
+
+  function userEl(m) {
+    var d = el('div', 'msg user');
+    var who = el('div', 'who', 'you');
+    var fork = el('button', 'fork', 'Fork');
+    fork.type = 'button';
+    fork.title = 'Start a new session branch before this message, with its text in the editor';
+    fork.addEventListener('click', function () { forkAt(m); });
+    add(who, fork);
+    add(d, who, el('div', 'text', R.textOf(m.content)));
+    if (Array.isArray(m.content)) m.content.forEach(function (b) { if (isObj(b) && b.type === 'image') add(d, R.imageBlock(b)); });
+    d._message = m;
+    return d;
+  }
+
+  function fillAssistant(wrap, m) {
+    wrap.textContent = '';
+    wrap._blocks = [];
+    (Array.isArray(m.content) ? m.content : []).forEach(function (b, i) { setBlock(wrap, m, i, b); });
+    if (m.stopReason === 'error' && m.errorMessage) add(wrap, el('div', 'error', m.errorMessage));
+    if (m.stopReason === 'aborted') add(wrap, el('div', 'note', 'Stopped.'));
+  }
+
+  // one content block of an assistant message, made or refreshed
+  function setBlock(wrap, m, i, b) {
+    if (!isObj(b)) return;
+    var old = wrap._blocks[i];
+    var node;
+    if (b.type === 'text') {
+      node = old && old.kind === 'text' ? old.node : el('div', 'md');
+      R.markdownInto(node, b.text);
+    } else if (b.type === 'thinking') {
+      node = old && old.kind === 'thinking' ? old.node : add(el('details', 'thinking'), el('summary', null, 'Thinking'), el('div', 'body'));
+      node.querySelector('.body').textContent = str(b.thinking) || (b.redacted ? '(redacted)' : '');
+    } else if (b.type === 'toolCall') {
+      var c = S.cards[b.id];
+      if (!c) { c = new R.ToolCard(b); S.cards[b.id] = c; } else if (b.arguments && c.args !== b.arguments) c.setArgs(b.arguments);
+      node = c.el;
+    } else if (b.type === 'image') {
+      node = R.imageBlock(b);
+    } else {
+      return;
+    }
+    if (!old) {
+      wrap._blocks[i] = { kind: b.type, node: node };
+      add(wrap, node);
+    } else if (old.node !== node) {
+      wrap.replaceChild(node, old.node);
+      wrap._blocks[i] = { kind: b.type, node: node };
+    }
+  }
+
+  // -- streaming ------------------------------------------------------------------------------------
+  function onMessageStart(m) {
+    if (!isObj(m)) return;
+    if (m.role !== 'assistant') { if (m.role === 'user') { /* shown at message_end */ } return; }
+    var msg = JSON.parse(JSON.stringify(m));
+    if (!Array.isArray(msg.content)) msg.content = [];
+    var wrap = el('div', 'msg assistant streaming');
+    add($('messages'), wrap);
+    S.streaming = { message: msg, wrap: wrap, dirty: {}, frame: 0 };
+    fillAssistant(wrap, msg);
+    wrap.classList.add('cursor');
+    scrollDown(false);
+  }
+
+  function onUpdate(ev) {
+    var st = S.streaming;
+    if (!st || !isObj(ev)) return;
+    var c = st.message.content;
+    var i = ev.contentIndex;
+    var t = ev.type;
+    if (t === 'text_start') c[i] = { type: 'text', text: '' };
+    else if (t === 'text_delta') { if (!c[i]) c[i] = { type: 'text', text: '' }; c[i].text += str(ev.delta); }
+    else if (t === 'text_end') { if (!c[i]) c[i] = { type: 'text', text: '' }; if (typeof ev.content === 'string') c[i].text = ev.content; }
+    else if (t === 'thinking_start') c[i] = { type: 'thinking', thinking: '' };
+    else if (t === 'thinking_delta') { if (!c[i]) c[i] = { type: 'thinking', thinking: '' }; c[i].thinking += str(ev.delta); }
+    else if (t === 'thinking_end') { if (!c[i]) c[i] = { type: 'thinking', thinking: '' }; if (typeof ev.content === 'string') c[i].thinking = ev.content; }
+    else if (t === 'toolcall_start') c[i] = { type: 'toolCall', id: 'pending-' + i, name: '', arguments: {} , _json: '' };
+    else if (t === 'toolcall_delta') { if (c[i]) c[i]._json = str(c[i]._json) + str(ev.delta); return; }
+    else if (t === 'toolcall_end') { if (isObj(ev.toolCall)) c[i] = ev.toolCall; }
+    else return;
+    st.dirty[i] = true;
+    if (!st.frame) st.frame = requestAnimationFrame(flush);
+  }
+
+  function flush() {
+    var st = S.streaming;
+    if (!st) return;
+    st.frame = 0;
+    Object.keys(st.dirty).forEach(function (k) {
+      var i = Number(k);
+      var b = st.message.content[i];
+      if (b && !(b.type === 'toolCall' && !b.name)) setBlock(st.wrap, st.message, i, b);
+    });
+    st.dirty = {};
+    scrollDown(false);
+  }
+
+  function onMessageEnd(m) {
+    if (!isObj(m)) return;
+    if (m.role === 'assistant') {
+      var st = S.streaming;
+      if (st) {
+        if (st.frame) cancelAnimationFrame(st.frame);
+        fillAssistant(st.wrap, m);
+        st.wrap.classList.remove('streaming', 'cursor');
+        if (m.stopReason === 'error') st.wrap.classList.add('error');
+        S.streaming = null;
+      } else {
+        appendMessage(m);
+      }
+      S.messages.push(m);
+    } else {
+      S.messages.push(m);
+      appendMessage(m);
+      if (m.role === 'user') loadForkIds();
+    }
+    scrollDown(false);
+  }
+
+  function finishStreaming() {
+    var st = S.streaming;
+    if (!st) return;
+    st.wrap.classList.remove('streaming', 'cursor');
+    S.streaming = null;
+  }
+
+  function scrollDown(force) {
+    var box = $('messages');
+    if (force || box.scrollHeight - box.scrollTop - box.clientHeight < 160) box.scrollTop = box.scrollHeight;
+  }
+
+  // -- fork -----------------------------------------------------------------------------------------
+  function loadForkIds() {
+    call('get_fork_messages').then(function (d) {
+      S.forkIds = {};
+      (d.messages || []).forEach(function (fm) { S.forkIds[fm.timestamp + '\u0000' + fm.text] = fm.entryId; });
+    }).catch(function () {});
+  }
+  function forkAt(m) {
+    var iso = typeof m.timestamp === 'number' ? new Date(m.timestamp).toISOString() : '';
+    var entryId = S.forkIds[iso + '\u0000' + R.textOf(m.content)];
+    if (!entryId) { toast('This message cannot be forked from (it is not in the session file yet)', true); return; }
+    quietly(call('fork', { entryId: entryId }).then(function (d) {
+      if (d && !d.cancelled) { $('prompt').value = str(d.text); $('prompt').focus(); toast('Forked into a new session'); }
+    }));
+  }
+
+  // -- queue ----------------------------------------------------------------------------------------
+  function renderQueue(steering, followUp) {
+    var list = $('queue-list');
+    list.textContent = '';
+    steering.forEach(function (t) { add(list, add(el('li'), el('span', 'kind', 'steer'), document.createTextNode(t))); });
+    followUp.forEach(function (t) { add(list, add(el('li'), el('span', 'kind', 'follow-up'), document.createTextNode(t))); });
+    $('queue').hidden = !(steering.length + followUp.length);
+  }
+  $('clear-queue').addEventListener('click', function () {
+    quietly(call('clear_queue').then(function (d) {
+      var texts = (d.steering || []).concat(d.followUp || []);
+      if (texts.length) $('prompt').value = texts.join('\n\n') + ($('prompt').value ? '\n\n' + $('prompt').value : '');
+    }));
+  });
+
+  // -- composer ---------------------------------------------------------------------------------------
+  $('composer').addEventListener('submit', function (ev) { ev.preventDefault(); submit(); });
+  $('prompt').addEventListener('keydown', function (ev) {
+    if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing && window.matchMedia('(pointer: fine)').matches) {
+      ev.preventDefault();
+      submit();
+    }
+  });
+  $('send-mode').addEventListener('change', function () { setBusy(S.busy); });
+  $('abort-btn').addEventListener('click', function () { quietly(call('abort')); });
+
+  function submit() {
+    var text = $('prompt').value;
+    if (!text.trim() && !S.attachments.length) return;
+    var images = S.attachments.map(function (a) { return { type: 'image', data: a.data, mimeType: a.mimeType }; });
+    var fields = { message: text };
+    if (images.length) fields.images = images;
+    var p;
+    if (S.busy) {
+      p = call($('send-mode').value === 'steer' ? 'steer' : 'follow_up', fields);
+    } else {
+      p = call('prompt', fields);
+    }
+    $('prompt').value = '';
+    S.attachments = [];
+    renderAttachments();
+    p.catch(function (e) { toast(e.message, true); if (!$('prompt').value) $('prompt').value = text; });
+    askNotificationsOnce();
+  }
+
+  $('image-input').addEventListener('change', function (ev) {
+    Array.prototype.forEach.call(ev.target.files || [], function (file) {
+      if (!/^image\/(png|jpeg|gif|webp)$/.test(file.type)) { toast('Not an image pisces can send: ' + file.type, true); return; }
+      if (file.size > 20 * 1024 * 1024) { toast('Image too large (20 MB at most)', true); return; }
+      var reader = new FileReader();
+      reader.onload = function () {
+        var url = String(reader.result);
+        S.attachments.push({ mimeType: file.type, data: url.slice(url.indexOf(',') + 1), url: url, name: file.name });
+        renderAttachments();
+      };
+      reader.readAsDataURL(file);
+    });
+    ev.target.value = '';
+  });
+  function renderAttachments() {
+    var box = $('attachments');
+    box.textContent = '';
+    S.attachments.forEach(function (a, i) {
+      var img = el('img'); img.src = a.url; img.alt = a.name;
+      var x = el('button', null, '×'); x.type = 'button'; x.setAttribute('aria-label', 'Remove ' + a.name);
+      x.addEventListener('click', function () { S.attachments.splice(i, 1); renderAttachments(); });
+      add(box, add(el('span', 'att'), img, x));
+    });
+  }
+
+  // -- model and thinking -------------------------------------------------------------------------------
+  var MODELS = [];
+  var LEVELS = [];
+  function loadModels() {
+    call('get_available_models').then(function (d) { MODELS = d.models || []; renderSelectors(); }).catch(function () {});
+  }
+  function renderSelectors() {
+    var st = S.state || {};
+    var cur = isObj(st.model) ? st.model.provider + '/' + st.model.id : '';
+    var sel = $('model-select');
+    sel.textContent = '';
+    var seen = false;
+    MODELS.forEach(function (m) {
+      var v = m.provider + '/' + m.id;
+      var o = el('option', null, (m.name || m.id) + ' (' + m.provider + ')');
+      o.value = v;
+      if (v === cur) { o.selected = true; seen = true; }
+      add(sel, o);
+    });
+    if (!seen && cur) { var o = el('option', null, cur); o.value = cur; o.selected = true; add(sel, o); }
+    call('get_available_thinking_levels').then(function (d) {
+      LEVELS = d.levels || [];
+      var ts = $('thinking-select');
+      ts.textContent = '';
+      LEVELS.forEach(function (l) { var o = el('option', null, 'thinking: ' + l); o.value = l; if (l === st.thinkingLevel) o.selected = true; add(ts, o); });
+      ts.disabled = LEVELS.length <= 1;
+    }).catch(function () {});
+  }
+  $('model-select').addEventListener('change', function (ev) {
+    var v = ev.target.value, cut = v.indexOf('/');
+    quietly(call('set_model', { provider: v.slice(0, cut), modelId: v.slice(cut + 1) }).then(refreshState));
+  });
+  $('thinking-select').addEventListener('change', function (ev) {
+    quietly(call('set_thinking_level', { level: ev.target.value }).then(refreshState));
+  });
+
+  // -- drawer: sessions, tree, more ------------------------------------------------------------------------
+  $('menu-btn').addEventListener('click', function () {
+    var open = document.body.classList.toggle('drawer-open');
+    $('menu-btn').setAttribute('aria-expanded', open ? 'true' : 'false');
+  });
+  $('messages').addEventListener('click', function () { document.body.classList.remove('drawer-open'); });
+  Array.prototype.forEach.call(document.querySelectorAll('.tabs button'), function (b) {
+    b.addEventListener('click', function () {
+      Array.prototype.forEach.call(document.querySelectorAll('.tabs button'), function (x) { x.classList.toggle('active', x === b); });
+      ['sessions', 'tree', 'more'].forEach(function (t) { $('tab-' + t).hidden = t !== b.getAttribute('data-tab'); });
+      if (b.getAttribute('data-tab') === 'tree') loadTree();
+      if (b.getAttribute('data-tab') === 'sessions') loadSessions();
+      if (b.getAttribute('data-tab') === 'more') refreshStats();
+    });
+  });
+
+  var SESSIONS = [];
+  function loadSessions() {
+    call('list_sessions', { scope: S.sessionsAll ? 'all' : 'cwd', includeSearchText: false }).then(function (d) {
+      SESSIONS = d.sessions || [];
+      renderSessions();
+    }).catch(function () {});
+  }
+  function renderSessions() {
+    var list = $('session-list');
+    var filter = $('session-filter').value.toLowerCase();
+    list.textContent = '';
+    var current = S.state && S.state.sessionFile;
+    SESSIONS.slice().sort(function (a, b) { return String(b.modified).localeCompare(String(a.modified)); }).forEach(function (s) {
+      var title = s.name || s.firstMessage || '(empty)';
+      if (filter && (title + ' ' + s.cwd).toLowerCase().indexOf(filter) < 0) return;
+      var li = el('li', s.path === current ? 'current' : null);
+      add(li, el('div', 'first', title),
+        el('div', 'meta', String(s.modified).slice(0, 16).replace('T', ' ') + ' · ' + s.messageCount + ' messages' + (S.sessionsAll ? ' · ' + s.cwd : '')));
+      li.addEventListener('click', function () {
+        if (s.path === current) return;
+        quietly(call('switch_session', { sessionPath: s.path }).then(function () { document.body.classList.remove('drawer-open'); }));
+      });
+      add(list, li);
+    });
+  }
+  $('session-filter').addEventListener('input', renderSessions);
+  $('all-sessions').addEventListener('change', function (ev) { S.sessionsAll = ev.target.checked; loadSessions(); });
+  $('new-session').addEventListener('click', function () {
+    quietly(call('new_session').then(function (d) { if (d && d.cancelled) toast('Cancelled by an extension'); }));
+  });
+
+  function loadTree() {
+    call('get_session_tree').then(renderTree).catch(function () {});
+  }
+  function renderTree(t) {
+    var root = $('tree');
+    root.textContent = '';
+    var filter = $('tree-filter').value.toLowerCase();
+    var active = {};
+    var parents = {};
+    (function walk(nodes) { nodes.forEach(function (n) { (n.children || []).forEach(function (c) { parents[c.entry.id] = n.entry.id; }); walk(n.children || []); }); })(t.nodes || []);
+    for (var id = t.leafId; id; id = parents[id]) active[id] = true;
+    function build(nodes, ul) {
+      nodes.forEach(function (n) {
+        var e = n.entry;
+        var li = el('li');
+        var row = el('div', 'node' + (active[e.id] ? ' active' : '') + (e.id === t.leafId ? ' leaf' : ''));
+        row.setAttribute('data-entry', e.id);
+        var text = str(e.preview) || e.type;
+        var show = !filter || (text + ' ' + str(e.label)).toLowerCase().indexOf(filter) >= 0;
+        add(row, el('span', 'kind', e.type === 'message' ? '' : e.type), el('span', 'preview', text));
+        if (e.label) add(row, el('span', 'label', e.label));
+        var lb = el('button', 'lbl-btn', '🏷');
+        lb.type = 'button'; lb.title = 'Label this entry';
+        lb.addEventListener('click', function (ev) { ev.stopPropagation(); editLabel(row, e); });
+        add(row, lb);
+        row.addEventListener('click', function () {
+          if (e.id === t.leafId) return;
+          quietly(call('navigate_tree', { targetId: e.id, summarize: $('tree-summarize').checked }).then(function (d) {
+            if (d && d.editorText) $('prompt').value = d.editorText;
+            loadTree();
+          }));
+        });
+        if (show) add(li, row);
+        if (n.children && n.children.length) {
+          var sub = el('ul');
+          build(n.children, sub);
+          add(li, sub);
+        }
+        add(ul, li);
+      });
+    }
+    build(t.nodes || [], root);
+  }
+  function editLabel(row, e) {
+    var input = el('input');
+    input.type = 'text'; input.value = str(e.label); input.placeholder = 'label (empty removes it)';
+    row.parentNode.insertBefore(input, row.nextSibling);
+    input.focus();
+    function done(save) {
+      if (input.parentNode) input.parentNode.removeChild(input);
+      if (save) quietly(call('set_entry_label', { targetId: e.id, label: input.value }).then(loadTree));
+    }
+    input.addEventListener('keydown', function (ev) { if (ev.key === 'Enter') done(true); if (ev.key === 'Escape') done(false); });
+    input.addEventListener('blur', function () { done(true); });
+  }
+  $('tree-filter').addEventListener('input', loadTree);
+
+  $('compact-btn').addEventListener('click', function () { quietly(call('compact').then(function () { toast('Context compacted'); })); });
+  $('auto-compaction').addEventListener('change', function (ev) { quietly(call('set_auto_compaction', { enabled: ev.target.checked })); });
+  $('auto-retry').addEventListener('change', function (ev) { quietly(call('set_auto_retry', { enabled: ev.target.checked })); });
+  $('pair-btn').addEventListener('click', function () {
+    quietly(call('web_pair').then(function (d) {
+      var out = $('pair-out');
+      out.textContent = '';
+      add(out, document.createTextNode('Open this once on the other device (valid 10 minutes): '), el('code', null, d.pairUrl));
+    }));
+  });
+  $('export-link').addEventListener('click', function (ev) {
+    // a session only in memory has nothing to export: say so instead of downloading an error
+    ev.preventDefault();
+    fetch('/export', { credentials: 'same-origin' }).then(function (r) {
+      if (!r.ok) return r.text().then(function (t) { toast(t.trim(), true); });
+      return r.blob().then(function (blob) {
+        var a = el('a'); a.href = URL.createObjectURL(blob);
+        a.download = 'pisces-session-' + ((S.state && S.state.sessionId) || 'export') + '.html';
+        document.body.appendChild(a); a.click(); a.remove();
+        setTimeout(function () { URL.revokeObjectURL(a.href); }, 10000);
+      });
+    });
+  });
+
+  // -- dialogs and approvals ---------------------------------------------------------------------------------
+  var FIRE = { notify: 1, setStatus: 1, setWidget: 1, setTitle: 1, set_editor_text: 1 };
+  function uiRequest(f) {
+    var m = f.method;
+    if (m === 'cancel') { closeRequest(f.targetId); return; }
+    if (m === 'notify') { toast(str(f.message), f.notifyType === 'error'); return; }
+    if (m === 'setStatus') { if (f.statusText) S.statuses[f.statusKey] = f.statusText; else delete S.statuses[f.statusKey]; renderWidgets(); return; }
+    if (m === 'setWidget') { if (f.widgetLines) S.widgets[f.widgetKey] = f.widgetLines; else delete S.widgets[f.widgetKey]; renderWidgets(); return; }
+    if (m === 'setTitle') { document.title = str(f.title); return; }
+    if (m === 'set_editor_text') { $('prompt').value = str(f.text); return; }
+    if (FIRE[m] || S.requests[f.id]) return;
+    if (m === 'select' && isApprovalSelect(f)) { showApproval(f); return; }
+    var c = requestCard(f, 'card', str(f.title) || m);
+    if (m === 'confirm') {
+      if (f.message) add(c.body, el('p', null, f.message));
+      c.button('Yes', 'primary', function () { return { confirmed: true }; });
+      c.button('No', null, function () { return { confirmed: false }; });
+    } else if (m === 'select') {
+      (f.options || []).forEach(function (o) { c.button(String(o), null, function () { return { value: String(o) }; }); });
+    } else if (m === 'input' || m === 'editor') {
+      var field = el(m === 'editor' ? 'textarea' : 'input');
+      if (m === 'editor') { field.rows = 6; field.value = str(f.prefill); } else { field.type = 'text'; field.placeholder = str(f.placeholder); }
+      add(c.body, field);
+      c.button('OK', 'primary', function () { return { value: field.value }; });
+      field.focus();
+    }
+    c.button('Cancel', null, function () { return { cancelled: true }; });
+    notify('pisces is asking: ' + (str(f.title) || m), str(f.message));
+  }
+  function isApprovalSelect(f) {
+    var o = f.options || [];
+    return o.length >= 2 && /^(approve|allow)/i.test(String(o[0])) && /^(deny|block|reject)/i.test(String(o[o.length - 1]));
+  }
+
+  function showApproval(f) {
+    if (S.requests[f.id]) return;
+    var typed = f.type === 'tool_approval_request';
+    var title = typed ? 'Approve ' + str(f.toolName) + '?' : str(f.title);
+    var c = requestCard(f, 'card approval', title);
+    if (typed) {
+      if (f.tier) add(c.body, el('div', 'note', 'tier: ' + f.tier + (f.detail ? ' · ' + (typeof f.detail === 'string' ? f.detail : '') : '')));
+      var identity = f.identity;
+      add(c.body, el('pre', null, typeof identity === 'string' ? identity : R.pretty(identity !== undefined ? identity : f.input)));
+      if (identity !== undefined && f.input !== undefined) {
+        var more = add(el('details'), el('summary', null, 'arguments'), el('pre', null, R.pretty(f.input)));
+        add(c.body, more);
+      }
+      c.button('Approve', 'primary', function () { return { type: 'tool_approval_response', toolCallId: f.toolCallId, approved: true }; });
+      c.button('Deny', 'danger', function () { return { type: 'tool_approval_response', toolCallId: f.toolCallId, approved: false }; });
+    } else {
+      (f.options || []).forEach(function (o, i) {
+        c.button(String(o), i === 0 ? 'primary' : (i === f.options.length - 1 ? 'danger' : null), function () { return { value: String(o) }; });
+      });
+    }
+    notify('pisces needs your approval', title);
+  }
+
+  function requestCard(f, cls, title) {
+    var box = el('div', cls);
+    box.setAttribute('data-request', f.id);
+    var head = el('h3', null, title);
+    var timer = null;
+    if (typeof f.timeout === 'number' && f.timeout > 0) {
+      timer = el('span', 'timer');
+      var ends = Date.now() + f.timeout;
+      var tick = function () {
+        if (!box.parentNode) return;
+        var left = Math.max(0, Math.round((ends - Date.now()) / 1000));
+        timer.textContent = left + ' s';
+        if (left > 0) setTimeout(tick, 1000);
+      };
+      tick();
+      add(box, timer);
+    }
+    var body = el('div', 'body');
+    var buttons = el('div', 'buttons');
+    add(box, head, body, buttons);
+    add($('requests'), box);
+    S.requests[f.id] = box;
+    scrollDown(true);
+    return {
+      body: body,
+      button: function (label, bcls, answer) {
+        var b = el('button', bcls, label);
+        b.type = 'button';
+        b.addEventListener('click', function () {
+          var a = answer();
+          var frame = { type: a.type || 'extension_ui_response', id: f.id };
+          for (var k in a) if (k !== 'type') frame[k] = a[k];
+          send(frame);
+          closeRequest(f.id);
+        });
+        add(buttons, b);
+        return b;
+      }
+    };
+  }
+  function closeRequest(id) {
+    var box = S.requests[id];
+    if (box && box.parentNode) box.parentNode.removeChild(box);
+    delete S.requests[id];
+  }
+  function renderWidgets() {
+    var box = $('widgets');
+    box.textContent = '';
+    Object.keys(S.widgets).forEach(function (k) { add(box, el('pre', null, S.widgets[k].join('\n'))); });
+    var st = Object.keys(S.statuses).map(function (k) { return S.statuses[k]; }).join(' · ');
+    if (st) add(box, el('pre', null, st));
+  }
+
+  // -- notifications and toasts ---------------------------------------------------------------------------------
+  var asked = false;
+  function askNotificationsOnce() {
+    if (asked || !('Notification' in window) || Notification.permission !== 'default') return;
+    asked = true;
+    Notification.requestPermission().catch(function () {});
+  }
+  $('notify-btn').addEventListener('click', function () {
+    if (!('Notification' in window)) { toast('This browser has no notifications here (they need https or localhost)', true); return; }
+    Notification.requestPermission().then(function (p) { toast('Notifications: ' + p); });
+  });
+  function notify(title, body) {
+    if (document.visibilityState === 'visible' && document.hasFocus()) return;
+    if ('Notification' in window && Notification.permission === 'granted') {
+      try { new Notification(title, { body: str(body).slice(0, 200), tag: 'pisces' }); } catch (e) { /* some phones need a service worker */ }
+    }
+    if (navigator.vibrate) { try { navigator.vibrate(120); } catch (e) { /* ignore */ } }
+  }
+  function toast(text, error) {
+    var t = el('div', 'toast' + (error ? ' error' : ''), text);
+    add($('toasts'), t);
+    setTimeout(function () { if (t.parentNode) t.parentNode.removeChild(t); }, error ? 7000 : 3500);
+  }
+
+  window.PiscesApp = { state: S, call: call };  // for tests and the curious
+  connect();
+})();
