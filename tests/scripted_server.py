@@ -31,10 +31,18 @@ class Stall:
 
 
 @dataclass
+class Gate:
+    """Send nothing more until ``event`` is set (at most ``timeout`` seconds, so a failing test cannot hang):
+    a reply held mid-stream for exactly as long as a test needs."""
+    event: threading.Event
+    timeout: float = 30.0
+
+
+@dataclass
 class Reply:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
-    chunks: list[Any] = field(default_factory=list)  # bytes | str | DROP | Stall
+    chunks: list[Any] = field(default_factory=list)  # bytes | str | DROP | Stall | Gate
     chunk_delay: float = 0.0
 
     @classmethod
@@ -44,7 +52,7 @@ class Reply:
         With ``named``, each dict's ``type`` is also sent as the ``event:`` line (Anthropic, Responses)."""
         chunks: list[Any] = []
         for ev in events:
-            if ev is DROP or isinstance(ev, Stall):
+            if ev is DROP or isinstance(ev, (Stall, Gate)):
                 chunks.append(ev)
             elif isinstance(ev, (bytes, str)):
                 chunks.append(ev)
@@ -149,6 +157,9 @@ class ScriptedServer:
                                 return
                             if isinstance(chunk, Stall):
                                 time.sleep(chunk.seconds)
+                                continue
+                            if isinstance(chunk, Gate):
+                                chunk.event.wait(chunk.timeout)
                                 continue
                             data = chunk.encode() if isinstance(chunk, str) else chunk
                             if not data:

@@ -129,7 +129,8 @@ class WebProc:
             headers["Cookie"] = cookie
         url = self.base.replace("http://", "ws://") + "/ws" + (f"?{query}" if query else "")
         return connect(url, additional_headers=headers, origin=origin, max_size=None, open_timeout=30,
-                       compression=None)
+                       compression=None, legacy=True,
+                       max_queue=None)  # a test that reads only some frames must still be able to close
 
     @staticmethod
     def recv(ws: ClientConnection, timeout: float = 30) -> Frame:

@@ -1,0 +1,17 @@
+"""Fixtures of the web mode tests: a throw-away home (``home``) and helpers to start the real process."""
+
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "e2e"))
+
+from e2eproc import Home  # noqa: E402
+
+
+@pytest.fixture
+def home(tmp_path):
+    return Home(str(tmp_path))
