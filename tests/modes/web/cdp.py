@@ -44,7 +44,7 @@ class Chromium:
     def __init__(self, proc: subprocess.Popen, profile: str, ws_url: str) -> None:
         self.proc = proc
         self.profile = profile
-        self.ws = connect(ws_url, max_size=None, open_timeout=30)
+        self.ws = connect(ws_url, max_size=None, open_timeout=30, legacy=True, max_queue=None)
         self._next = 0
         self._cond = threading.Condition()
         self._results: dict[int, dict[str, Any]] = {}

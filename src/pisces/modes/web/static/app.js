@@ -206,6 +206,7 @@
   function setBusy(busy) {
     S.busy = !!busy;
     $('abort-btn').hidden = !S.busy;
+    $('send-mode').hidden = !S.busy;
     $('send-btn').textContent = S.busy ? ($('send-mode').value === 'steer' ? 'Steer' : 'Follow up') : 'Send';
     if (!S.busy && S.streaming) finishStreaming();
     renderTitle();
@@ -595,7 +596,7 @@
         var show = !filter || (text + ' ' + str(e.label)).toLowerCase().indexOf(filter) >= 0;
         add(row, el('span', 'kind', e.type === 'message' ? '' : e.type), el('span', 'preview', text));
         if (e.label) add(row, el('span', 'label', e.label));
-        var lb = el('button', 'lbl-btn', '🏷');
+        var lb = el('button', 'lbl-btn', 'label');
         lb.type = 'button'; lb.title = 'Label this entry';
         lb.addEventListener('click', function (ev) { ev.stopPropagation(); editLabel(row, e); });
         add(row, lb);

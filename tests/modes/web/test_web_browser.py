@@ -1,0 +1,220 @@
+"""The browser UI in a real headless Chromium (Debian's package, driven over the DevTools protocol): a prompt
+streams and renders, a tool card shows a diff, approvals are answered from the page, a reload resumes a reply
+in progress, a hostile message does not execute. Set PISCES_WEB_SCREENSHOTS=DIR to keep the screenshots
+(docs/web.md shows them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import pytest
+from cdp import Chromium, find_chromium
+from scripted_server import Gate, Reply
+from webproc import WebProc
+
+pytestmark = pytest.mark.skipif(find_chromium() is None,
+                                reason="no chromium here (apt-get install chromium; .ci/run installs it)")
+
+SHOTS = os.environ.get("PISCES_WEB_SCREENSHOTS")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        b = Chromium.launch()
+    except (OSError, RuntimeError) as exc:  # present but unable to start here
+        pytest.skip(f"chromium cannot start: {exc}")
+    yield b
+    b.close()
+
+
+def shot(page, name: str) -> None:
+    if SHOTS:
+        os.makedirs(SHOTS, exist_ok=True)
+        page.screenshot(os.path.join(SHOTS, name + ".png"))
+
+
+def open_ui(browser, w: WebProc, width: int = 1200, height: int = 820, mobile: bool = False, pair: bool = True):
+    page = browser.new_page(width, height, mobile)
+    page.goto(w.pair_url if pair else w.base + "/")  # the printed one-time link: cookie, then the UI
+    page.wait_for("document.querySelector('#conn.live') && window.PiscesApp.state.lastSeq !== null")
+    return page
+
+
+def send_prompt(page, text: str) -> None:
+    page.type_into("#prompt", text)
+    page.click("#send-btn")
+
+
+MARKDOWN = ("## Plan\n\nHere is **the** fix:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\n"
+            "| step | state |\n|---|---|\n| 1 | done |\n")
+
+
+def test_a_prompt_streams_and_renders(browser, home):
+    script = home.faux_script([{"thinking": "Consider the request carefully.", "text": MARKDOWN, "chunkSize": 6}])
+    with WebProc(home, "--provider", "faux", "--faux-script", script) as w:
+        page = open_ui(browser, w)
+        send_prompt(page, "Write an add function")
+        page.wait_for("document.querySelector('.msg.assistant .md h2') && !window.PiscesApp.state.busy")
+        got = page.eval("""(() => {
+            const m = document.querySelector('.msg.assistant');
+            return {h2: m.querySelector('.md h2').textContent, strong: m.querySelector('.md strong').textContent,
+                    code: m.querySelector('pre code').textContent, hl: !!m.querySelector('pre code.hljs span'),
+                    table: m.querySelectorAll('table td').length, thinking: m.querySelector('details.thinking .body').textContent,
+                    user: document.querySelector('.msg.user .text').textContent};
+        })()""")
+        assert got == {"h2": "Plan", "strong": "the", "code": "def add(a, b):\n    return a + b\n", "hl": True,
+                       "table": 2, "thinking": "Consider the request carefully.", "user": "Write an add function"}
+        page.wait_for("document.querySelector('#usage').textContent.includes('$')")
+        page.wait_for("document.querySelectorAll('#session-list li').length === 1")  # the session file now exists
+        shot(page, "conversation")
+        phone = open_ui(browser, w, 390, 844, mobile=True, pair=False)  # a second tab on the same session
+        phone.wait_for("document.querySelector('.msg.assistant .md h2')")
+        shot(phone, "phone")
+        phone.click("#menu-btn")
+        phone.click(".tabs button[data-tab=tree]")
+        phone.wait_for("document.querySelectorAll('#tree .node').length >= 2 && "
+                       "document.querySelector('#drawer').getBoundingClientRect().left === 0")  # slid in
+        shot(phone, "phone-tree")
+        assert page.exceptions() == [] and phone.exceptions() == []
+
+
+def test_a_tool_card_shows_the_edit_as_a_diff(browser, home):
+    with open(os.path.join(home.cwd, "calc.py"), "w") as f:
+        f.write("def add(a, b):\n    return a - b\n")
+    script = home.faux_script([
+        {"toolCalls": [{"name": "edit", "arguments": {"path": "calc.py", "edits": [
+            {"oldText": "    return a - b", "newText": "    return a + b"}]}}]},
+        {"text": "Fixed the sign in `add`."}])
+    with WebProc(home, "--provider", "faux", "--faux-script", script) as w:
+        page = open_ui(browser, w)
+        send_prompt(page, "Fix add")
+        page.wait_for("document.querySelector('.tool.done .result pre.diff') && !window.PiscesApp.state.busy")
+        diff = page.eval("""(() => {
+            const d = document.querySelector('.tool.done .result pre.diff');
+            return {add: [...d.querySelectorAll('.dl.add')].map(e => e.textContent),
+                    del: [...d.querySelectorAll('.dl.del')].map(e => e.textContent),
+                    name: document.querySelector('.tool.done .name').textContent};
+        })()""")
+        assert diff["name"] == "edit"
+        assert any("return a + b" in line for line in diff["add"]) and any("return a - b" in line for line in diff["del"])
+        with open(os.path.join(home.cwd, "calc.py")) as f:
+            assert "a + b" in f.read()
+        shot(page, "tool-diff")
+        assert page.exceptions() == []
+
+
+APPROVAL_EXTENSION = '''
+def register(pi):
+    @pi.on("tool_call")
+    async def gate(event, ctx):
+        command = event.input.get("command", "")
+        if "typed" in command:
+            answer = await ctx.ui.request({"type": "tool_approval_request", "toolCallId": event.tool_call_id,
+                                           "toolName": event.tool_name, "tier": "exec", "identity": command,
+                                           "input": {"command": command}, "detail": "runs a shell command",
+                                           "timeout": 60000}, timeout_ms=60000)
+            ok = answer.get("type") == "tool_approval_response" and answer.get("approved") is True
+        else:
+            ok = await ctx.ui.select("Allow bash: " + command + "?", ["Approve", "Deny"]) == "Approve"
+        return None if ok else {"block": True, "reason": "Denied from the page"}
+'''
+
+
+def test_approvals_are_answered_from_the_page(browser, home):
+    ext = os.path.join(home.root, "approve_ext.py")
+    with open(ext, "w") as f:
+        f.write(APPROVAL_EXTENSION)
+    script = home.faux_script([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo typed-approval-ran"}}]},
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo select-approval-ran"}}]},
+        {"text": "Both ran."}])
+    with WebProc(home, "--provider", "faux", "--faux-script", script, "-e", ext) as w:
+        page = open_ui(browser, w, 390, 844, mobile=True)
+        send_prompt(page, "run both")
+        page.wait_for("document.querySelector('.card.approval h3')")
+        assert page.eval("document.querySelector('.card.approval h3').textContent") == "Approve bash?"
+        assert page.eval("document.querySelector('.card.approval pre').textContent") == "echo typed-approval-ran"
+        shot(page, "phone-approval")
+        page.click(".card.approval .buttons button.primary")
+        page.wait_for("document.querySelector('.card.approval h3') && "
+                      "document.querySelector('.card.approval h3').textContent.startsWith('Allow bash')")
+        page.click(".card.approval .buttons button.primary")  # "Approve" of the select form
+        page.wait_for("!window.PiscesApp.state.busy && document.querySelectorAll('.tool.done').length === 2")
+        outputs = page.eval("[...document.querySelectorAll('.tool.done .result pre')].map(e => e.textContent)")
+        assert any("typed-approval-ran" in o for o in outputs) and any("select-approval-ran" in o for o in outputs)
+        assert page.eval("document.querySelectorAll('.card').length") == 0  # answered cards are gone
+        assert page.exceptions() == []
+
+
+def _chunk(delta=None, finish=None):
+    return {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "scripted-model",
+            "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
+
+
+def test_a_reload_resumes_a_reply_in_progress(browser, home, server):
+    first, second = threading.Event(), threading.Event()
+    words = [f"word{i} " for i in range(30)]
+    events = [_chunk({"role": "assistant", "content": ""})]
+    for i, word in enumerate(words):
+        if i == 10:
+            events.append(Gate(first))
+        if i == 20:
+            events.append(Gate(second))
+        events.append(_chunk({"content": word}))
+    events += [_chunk({}, "stop")]
+    server.push(Reply.sse(events, done=True))
+    home.scripted_provider(server.url + "/v1", {"retry": {"provider": {"idleTimeoutMs": 120000}}})
+    with WebProc(home) as w:
+        page = open_ui(browser, w)
+        send_prompt(page, "stream slowly")
+        streaming = "document.querySelector('.msg.assistant.streaming .md')"
+        page.wait_for(f"{streaming} && {streaming}.textContent.includes('word9')")
+        page.reload()  # the page is gone, the reply goes on
+        page.wait_for(f"{streaming} && {streaming}.textContent.trim() === {json.dumps(''.join(words[:10]).strip())}")
+        first.set()
+        page.wait_for(f"{streaming}.textContent.includes('word19')")
+        page.eval("window.PiscesApp.state.ws.close(), true")  # the connection drops (a phone asleep) ...
+        page.wait_for("document.querySelector('#conn.down')")
+        second.set()  # ... while the rest streams
+        page.wait_for("document.querySelector('#conn.live') && !window.PiscesApp.state.busy")
+        final = page.eval("[...document.querySelectorAll('.msg.assistant .md')].map(e => e.textContent.trim())")
+        assert final == ["".join(words).strip()]  # every word once, in order
+        assert page.exceptions() == []
+
+
+HOSTILE = ("<script>window.__pwned = 'script'</script>\n\n"
+           "<img src=x onerror=\"window.__pwned = 'img'\">\n\n"
+           "[click me](javascript:window.__pwned='link') and <a href=\"javascript:window.__pwned='a'\">here</a>\n\n"
+           "<svg onload=\"window.__pwned='svg'\"></svg> <iframe src=\"javascript:window.__pwned='iframe'\"></iframe>\n\n"
+           "![x](javascript:window.__pwned='image') <details open ontoggle=\"window.__pwned='details'\">d</details>\n\n"
+           "<b onmouseover=\"window.__pwned='b'\">bold</b> [ok](https://example.com)")
+
+
+def test_a_hostile_message_does_not_execute(browser, home):
+    script = home.faux_script([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "printf '<img src=y onerror=window.__pwned=1>'"}}]},
+        {"text": HOSTILE}])
+    with WebProc(home, "--provider", "faux", "--faux-script", script) as w:
+        page = open_ui(browser, w)
+        send_prompt(page, "<img src=z onerror=\"window.__pwned='prompt'\"> <script>window.__pwned='p2'</script>")
+        page.wait_for("!window.PiscesApp.state.busy && document.querySelectorAll('.msg.assistant .md').length >= 1 &&"
+                      " document.querySelector('.msg.assistant .md a[href^=\"https\"]')")
+        page.reload()  # and once more from the session history (the snapshot), not the live stream
+        page.wait_for("document.querySelector('.msg.assistant .md a[href^=\"https\"]')")
+        found = page.eval("""(() => {
+            const box = document.querySelector('#messages');
+            const all = [...box.querySelectorAll('*')];
+            return {pwned: window.__pwned === undefined ? null : String(window.__pwned),
+                    handlers: all.filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).map(e => e.outerHTML),
+                    active: box.querySelectorAll('script, iframe, svg, object, embed, details[ontoggle]').length,
+                    jsLinks: box.querySelectorAll('a[href^="javascript" i], img[src^="javascript" i]').length,
+                    shown: box.textContent.includes("<script>window.__pwned = 'script'</script>"),
+                    links: [...box.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))};
+        })()""")
+        assert found == {"pwned": None, "handlers": [], "active": 0, "jsLinks": 0, "shown": True,
+                         "links": ["https://example.com"]}
+        assert page.events("Page.javascriptDialogOpening") == []
+        assert page.exceptions() == []
