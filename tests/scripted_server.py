@@ -82,7 +82,7 @@ class Sent:
 
 def _expand(chunks: list[Any]):
     for chunk in chunks:
-        if chunk is DROP or isinstance(chunk, (bytes, str, Stall)):
+        if chunk is DROP or isinstance(chunk, (bytes, str, Stall, Gate)):
             yield chunk
         else:
             yield from chunk  # an iterator of chunks
@@ -143,7 +143,7 @@ class ScriptedServer:
                 for k, v in reply.headers.items():
                     self.send_header(k, v)
                 streaming = reply.headers.get("content-type", "").startswith("text/event-stream") or any(
-                    not (c is DROP or isinstance(c, (bytes, str, Stall))) for c in reply.chunks)
+                    not (c is DROP or isinstance(c, (bytes, str, Stall, Gate))) for c in reply.chunks)
                 if streaming:
                     self.send_header("transfer-encoding", "chunked")
                     self.send_header("connection", "close")
