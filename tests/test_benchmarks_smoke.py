@@ -64,3 +64,19 @@ def test_provider_event_cost_runs(runner):
                           "faux"}
     for r in costs.values():
         assert r["events"] >= 20 and len(r["samples_ms"]) == 1
+
+
+def test_web_fan_out_runs(runner, tmp_path):
+    """The web rows on a tiny reply: every figure has samples, and bytes per client grow with the reply."""
+    from benchmarks._common import Config, Results, Sizes
+    from benchmarks.bench_web import run
+
+    cfg = Config(sizes=Sizes(words=60), rounds=1, tmp=tmp_path, log=lambda msg: None)
+    res = Results()
+    run(cfg, res)
+    figures = {f.key: f for f in res.figures}
+    assert {"web_fanout_1_reply_ms", "web_fanout_10_reply_ms", "web_fanout_1_server_cpu_ms",
+            "web_fanout_10_server_cpu_ms", "web_fanout_bytes_per_client"} == set(figures)
+    assert all(f.pisces for f in res.figures)
+    per_client = figures["web_fanout_bytes_per_client"]
+    assert per_client.pisces[0] > per_client.ref[0] > 0  # 60 chunks send more than 30

@@ -84,10 +84,17 @@ class Client:
         encoded; nothing is sent then."""
         self.send_bytes(self.host.encoder.encode(obj, self._profile))
 
-    def deliver(self, frames: dict[str, bytes], seq: int) -> None:
-        """A broadcast frame, encoded for every profile in use."""
-        frame = frames[self._profile]
-        self.send_bytes(with_seq(frame, seq) if self.seq else frame)
+    def deliver(self, frames: dict[str, bytes], seq: int, numbered: dict[str, bytes]) -> None:
+        """A broadcast frame, encoded for every profile in use; ``numbered`` caches its form with ``seq``
+        per profile, made once for all the clients that want it."""
+        profile = self._profile
+        if not self.seq:
+            self.send_bytes(frames[profile])
+            return
+        frame = numbered.get(profile)
+        if frame is None:
+            frame = numbered[profile] = with_seq(frames[profile], seq)
+        self.send_bytes(frame)
 
     def send_bytes(self, frame: bytes) -> None:
         raise NotImplementedError
@@ -229,9 +236,10 @@ class Host:
                 frames = self.encoder.encode_profiles(event, profiles)
                 if self.replay is not None:
                     self.replay.add(seq, frames)
+                numbered: dict[str, bytes] = {}
                 for client in list(clients):
                     try:
-                        client.deliver(frames, seq)
+                        client.deliver(frames, seq, numbered)
                     except Exception as exc:  # noqa: BLE001 - one broken client must not stop the others
                         sys.stderr.write(f"pisces: a frame could not be sent to a {client.kind} client: "
                                          f"{message(exc)}\n")
