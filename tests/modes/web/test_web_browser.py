@@ -218,3 +218,52 @@ def test_a_hostile_message_does_not_execute(browser, home):
                          "links": ["https://example.com"]}
         assert page.events("Page.javascriptDialogOpening") == []
         assert page.exceptions() == []
+
+
+def test_queue_abort_fork_sessions_tree_and_export(browser, home):
+    script = home.faux_script({"responses": [{"text": "first answer"},
+                                             {"text": "slow " * 400, "chunkSize": 5, "delayMs": 20}], "loop": True})
+    with WebProc(home, "--provider", "faux", "--faux-script", script) as w:
+        page = open_ui(browser, w)
+        state = "window.PiscesApp.state"
+        send_prompt(page, "one")
+        page.wait_for(f"!{state}.busy && document.querySelector('.msg.assistant .md')")
+        send_prompt(page, "two")
+        page.wait_for(f"{state}.busy && document.querySelector('.msg.assistant.streaming')")
+        send_prompt(page, "queued steer")  # while the reply runs: a steer, shown in the queue
+        page.wait_for("!document.querySelector('#queue').hidden && "
+                      "document.querySelector('#queue-list').textContent.includes('queued steer')")
+        shot(page, "queue")
+        page.click("#clear-queue")  # back into the editor
+        page.wait_for("document.querySelector('#queue').hidden && document.querySelector('#prompt').value === 'queued steer'")
+        page.click("#abort-btn")
+        page.wait_for(f"!{state}.busy && document.querySelector('.msg.assistant .note') && "
+                      "document.querySelector('.msg.assistant .note').textContent === 'Stopped.'")
+        first_file = page.eval(f"{state}.state.sessionFile")
+        status, body = page.eval("fetch('/export').then(r => r.text().then(t => [r.status, t.slice(0, 4000)]))")
+        assert status == 200 and "pisces session" in body
+        # fork before the first message: a new session, its text back in the editor
+        page.eval("document.querySelector('#prompt').value = ''")
+        page.click(".msg.user .fork")
+        page.wait_for(f"{state}.state.sessionFile !== {json.dumps(first_file)} && "
+                      "document.querySelector('#prompt').value === 'one'")
+        page.wait_for("document.querySelectorAll('#messages .msg').length === 0")
+        send_prompt(page, "one, again")
+        page.wait_for(f"!{state}.busy && document.querySelectorAll('#session-list li').length === 2")
+        # switch back to the first session from the list
+        page.click("#session-list li:not(.current)")
+        page.wait_for(f"{state}.state.sessionFile === {json.dumps(first_file)} && "
+                      "document.querySelector('#messages').textContent.includes('first answer')")
+        # the tree: label an entry, then move to it
+        page.click(".tabs button[data-tab=tree]")
+        page.wait_for("document.querySelectorAll('#tree .node').length >= 4")
+        page.eval("[...document.querySelectorAll('#tree .node')].find(n => n.textContent.startsWith('one'))"
+                  ".querySelector('.lbl-btn').click(), true")
+        page.eval("(() => { const i = document.querySelector('#tree input[type=text]'); i.value = 'start';"
+                  " i.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter'})); return true; })()")
+        page.wait_for("[...document.querySelectorAll('#tree .label')].some(l => l.textContent === 'start')")
+        page.eval("[...document.querySelectorAll('#tree .node')].find(n => n.querySelector('.label'))"
+                  ".click(), true")
+        page.wait_for("document.querySelector('#prompt').value === 'one'")  # navigated: its text to edit
+        shot(page, "tree")
+        assert page.exceptions() == []

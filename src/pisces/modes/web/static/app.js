@@ -3,6 +3,7 @@
 (function () {
   'use strict';
   var R = window.PiscesRender;
+  var P = window.Pisces = window.Pisces || {};
   var el = R.el, add = R.add, isObj = R.isObj, str = R.str;
   function $(id) { return document.getElementById(id); }
 
@@ -176,31 +177,6 @@
     $('session-name').textContent = name;
     document.title = (S.busy ? '… ' : '') + name + ' · pisces';
     $('auto-compaction').checked = !!st.autoCompactionEnabled;
-  }
-
-  function fmtTokens(n) { return n >= 1000000 ? (n / 1e6).toFixed(1) + 'M' : n >= 1000 ? (n / 1000).toFixed(1) + 'k' : String(n || 0); }
-
-  function renderStats(st) {
-    var u = $('usage');
-    u.textContent = '';
-    var ctx = st.contextUsage;
-    if (ctx && typeof ctx.percent === 'number') {
-      var bar = el('span', 'bar');
-      var fill = el('i');
-      fill.style.width = Math.min(100, Math.max(0, ctx.percent)) + '%';
-      add(bar, fill);
-      add(u, bar, document.createTextNode(Math.round(ctx.percent) + '% of ' + fmtTokens(ctx.contextWindow) + ' '));
-    }
-    var t = st.tokens || {};
-    add(u, document.createTextNode('↑' + fmtTokens(t.input) + ' ↓' + fmtTokens(t.output) + ' $' + Number(st.cost || 0).toFixed(3)));
-    var dl = $('stats');
-    dl.textContent = '';
-    [['Messages', st.totalMessages], ['Tool calls', st.toolCalls], ['Input tokens', t.input], ['Output tokens', t.output],
-     ['Cache read', t.cacheRead], ['Cache write', t.cacheWrite], ['Cost', '$' + Number(st.cost || 0).toFixed(4)],
-     ['Context', ctx ? (ctx.tokens === null ? '?' : ctx.tokens) + ' / ' + ctx.contextWindow : 'n/a'],
-     ['Session file', st.sessionFile || '(in memory)']].forEach(function (row) {
-      add(dl, el('dt', null, row[0]), el('dd', null, row[1] === undefined ? '' : String(row[1])));
-    });
   }
 
   function setBusy(busy) {
@@ -492,304 +468,21 @@
     });
   }
 
-  // -- model and thinking -------------------------------------------------------------------------------
-  var MODELS = [];
-  var LEVELS = [];
-  function loadModels() {
-    call('get_available_models').then(function (d) { MODELS = d.models || []; renderSelectors(); }).catch(function () {});
-  }
-  function renderSelectors() {
-    var st = S.state || {};
-    var cur = isObj(st.model) ? st.model.provider + '/' + st.model.id : '';
-    var sel = $('model-select');
-    sel.textContent = '';
-    var seen = false;
-    MODELS.forEach(function (m) {
-      var v = m.provider + '/' + m.id;
-      var o = el('option', null, (m.name || m.id) + ' (' + m.provider + ')');
-      o.value = v;
-      if (v === cur) { o.selected = true; seen = true; }
-      add(sel, o);
-    });
-    if (!seen && cur) { var o = el('option', null, cur); o.value = cur; o.selected = true; add(sel, o); }
-    call('get_available_thinking_levels').then(function (d) {
-      LEVELS = d.levels || [];
-      var ts = $('thinking-select');
-      ts.textContent = '';
-      LEVELS.forEach(function (l) { var o = el('option', null, 'thinking: ' + l); o.value = l; if (l === st.thinkingLevel) o.selected = true; add(ts, o); });
-      ts.disabled = LEVELS.length <= 1;
-    }).catch(function () {});
-  }
-  $('model-select').addEventListener('change', function (ev) {
-    var v = ev.target.value, cut = v.indexOf('/');
-    quietly(call('set_model', { provider: v.slice(0, cut), modelId: v.slice(cut + 1) }).then(refreshState));
-  });
-  $('thinking-select').addEventListener('change', function (ev) {
-    quietly(call('set_thinking_level', { level: ev.target.value }).then(refreshState));
-  });
-
-  // -- drawer: sessions, tree, more ------------------------------------------------------------------------
-  $('menu-btn').addEventListener('click', function () {
-    var open = document.body.classList.toggle('drawer-open');
-    $('menu-btn').setAttribute('aria-expanded', open ? 'true' : 'false');
-  });
-  $('messages').addEventListener('click', function () { document.body.classList.remove('drawer-open'); });
-  Array.prototype.forEach.call(document.querySelectorAll('.tabs button'), function (b) {
-    b.addEventListener('click', function () {
-      Array.prototype.forEach.call(document.querySelectorAll('.tabs button'), function (x) { x.classList.toggle('active', x === b); });
-      ['sessions', 'tree', 'more'].forEach(function (t) { $('tab-' + t).hidden = t !== b.getAttribute('data-tab'); });
-      if (b.getAttribute('data-tab') === 'tree') loadTree();
-      if (b.getAttribute('data-tab') === 'sessions') loadSessions();
-      if (b.getAttribute('data-tab') === 'more') refreshStats();
-    });
-  });
-
-  var SESSIONS = [];
-  function loadSessions() {
-    call('list_sessions', { scope: S.sessionsAll ? 'all' : 'cwd', includeSearchText: false }).then(function (d) {
-      SESSIONS = d.sessions || [];
-      renderSessions();
-    }).catch(function () {});
-  }
-  function renderSessions() {
-    var list = $('session-list');
-    var filter = $('session-filter').value.toLowerCase();
-    list.textContent = '';
-    var current = S.state && S.state.sessionFile;
-    SESSIONS.slice().sort(function (a, b) { return String(b.modified).localeCompare(String(a.modified)); }).forEach(function (s) {
-      var title = s.name || s.firstMessage || '(empty)';
-      if (filter && (title + ' ' + s.cwd).toLowerCase().indexOf(filter) < 0) return;
-      var li = el('li', s.path === current ? 'current' : null);
-      add(li, el('div', 'first', title),
-        el('div', 'meta', String(s.modified).slice(0, 16).replace('T', ' ') + ' · ' + s.messageCount + ' messages' + (S.sessionsAll ? ' · ' + s.cwd : '')));
-      li.addEventListener('click', function () {
-        if (s.path === current) return;
-        quietly(call('switch_session', { sessionPath: s.path }).then(function () { document.body.classList.remove('drawer-open'); }));
-      });
-      add(list, li);
-    });
-  }
-  $('session-filter').addEventListener('input', renderSessions);
-  $('all-sessions').addEventListener('change', function (ev) { S.sessionsAll = ev.target.checked; loadSessions(); });
-  $('new-session').addEventListener('click', function () {
-    quietly(call('new_session').then(function (d) { if (d && d.cancelled) toast('Cancelled by an extension'); }));
-  });
-
-  function loadTree() {
-    call('get_session_tree').then(renderTree).catch(function () {});
-  }
-  function renderTree(t) {
-    var root = $('tree');
-    root.textContent = '';
-    var filter = $('tree-filter').value.toLowerCase();
-    var active = {};
-    var parents = {};
-    (function walk(nodes) { nodes.forEach(function (n) { (n.children || []).forEach(function (c) { parents[c.entry.id] = n.entry.id; }); walk(n.children || []); }); })(t.nodes || []);
-    for (var id = t.leafId; id; id = parents[id]) active[id] = true;
-    function build(nodes, ul) {
-      nodes.forEach(function (n) {
-        var e = n.entry;
-        var li = el('li');
-        var row = el('div', 'node' + (active[e.id] ? ' active' : '') + (e.id === t.leafId ? ' leaf' : ''));
-        row.setAttribute('data-entry', e.id);
-        var text = str(e.preview) || e.type;
-        var show = !filter || (text + ' ' + str(e.label)).toLowerCase().indexOf(filter) >= 0;
-        add(row, el('span', 'kind', e.type === 'message' ? '' : e.type), el('span', 'preview', text));
-        if (e.label) add(row, el('span', 'label', e.label));
-        var lb = el('button', 'lbl-btn', 'label');
-        lb.type = 'button'; lb.title = 'Label this entry';
-        lb.addEventListener('click', function (ev) { ev.stopPropagation(); editLabel(row, e); });
-        add(row, lb);
-        row.addEventListener('click', function () {
-          if (e.id === t.leafId) return;
-          quietly(call('navigate_tree', { targetId: e.id, summarize: $('tree-summarize').checked }).then(function (d) {
-            if (d && d.editorText) $('prompt').value = d.editorText;
-            loadTree();
-          }));
-        });
-        if (show) add(li, row);
-        if (n.children && n.children.length) {
-          var sub = el('ul');
-          build(n.children, sub);
-          add(li, sub);
-        }
-        add(ul, li);
-      });
-    }
-    build(t.nodes || [], root);
-  }
-  function editLabel(row, e) {
-    var input = el('input');
-    input.type = 'text'; input.value = str(e.label); input.placeholder = 'label (empty removes it)';
-    row.parentNode.insertBefore(input, row.nextSibling);
-    input.focus();
-    function done(save) {
-      if (input.parentNode) input.parentNode.removeChild(input);
-      if (save) quietly(call('set_entry_label', { targetId: e.id, label: input.value }).then(loadTree));
-    }
-    input.addEventListener('keydown', function (ev) { if (ev.key === 'Enter') done(true); if (ev.key === 'Escape') done(false); });
-    input.addEventListener('blur', function () { done(true); });
-  }
-  $('tree-filter').addEventListener('input', loadTree);
-
-  $('compact-btn').addEventListener('click', function () { quietly(call('compact').then(function () { toast('Context compacted'); })); });
-  $('auto-compaction').addEventListener('change', function (ev) { quietly(call('set_auto_compaction', { enabled: ev.target.checked })); });
-  $('auto-retry').addEventListener('change', function (ev) { quietly(call('set_auto_retry', { enabled: ev.target.checked })); });
-  $('pair-btn').addEventListener('click', function () {
-    quietly(call('web_pair').then(function (d) {
-      var out = $('pair-out');
-      out.textContent = '';
-      add(out, document.createTextNode('Open this once on the other device (valid 10 minutes): '), el('code', null, d.pairUrl));
-    }));
-  });
-  $('export-link').addEventListener('click', function (ev) {
-    // a session only in memory has nothing to export: say so instead of downloading an error
-    ev.preventDefault();
-    fetch('/export', { credentials: 'same-origin' }).then(function (r) {
-      if (!r.ok) return r.text().then(function (t) { toast(t.trim(), true); });
-      return r.blob().then(function (blob) {
-        var a = el('a'); a.href = URL.createObjectURL(blob);
-        a.download = 'pisces-session-' + ((S.state && S.state.sessionId) || 'export') + '.html';
-        document.body.appendChild(a); a.click(); a.remove();
-        setTimeout(function () { URL.revokeObjectURL(a.href); }, 10000);
-      });
-    });
-  });
-
-  // -- dialogs and approvals ---------------------------------------------------------------------------------
-  var FIRE = { notify: 1, setStatus: 1, setWidget: 1, setTitle: 1, set_editor_text: 1 };
-  function uiRequest(f) {
-    var m = f.method;
-    if (m === 'cancel') { closeRequest(f.targetId); return; }
-    if (m === 'notify') { toast(str(f.message), f.notifyType === 'error'); return; }
-    if (m === 'setStatus') { if (f.statusText) S.statuses[f.statusKey] = f.statusText; else delete S.statuses[f.statusKey]; renderWidgets(); return; }
-    if (m === 'setWidget') { if (f.widgetLines) S.widgets[f.widgetKey] = f.widgetLines; else delete S.widgets[f.widgetKey]; renderWidgets(); return; }
-    if (m === 'setTitle') { document.title = str(f.title); return; }
-    if (m === 'set_editor_text') { $('prompt').value = str(f.text); return; }
-    if (FIRE[m] || S.requests[f.id]) return;
-    if (m === 'select' && isApprovalSelect(f)) { showApproval(f); return; }
-    var c = requestCard(f, 'card', str(f.title) || m);
-    if (m === 'confirm') {
-      if (f.message) add(c.body, el('p', null, f.message));
-      c.button('Yes', 'primary', function () { return { confirmed: true }; });
-      c.button('No', null, function () { return { confirmed: false }; });
-    } else if (m === 'select') {
-      (f.options || []).forEach(function (o) { c.button(String(o), null, function () { return { value: String(o) }; }); });
-    } else if (m === 'input' || m === 'editor') {
-      var field = el(m === 'editor' ? 'textarea' : 'input');
-      if (m === 'editor') { field.rows = 6; field.value = str(f.prefill); } else { field.type = 'text'; field.placeholder = str(f.placeholder); }
-      add(c.body, field);
-      c.button('OK', 'primary', function () { return { value: field.value }; });
-      field.focus();
-    }
-    c.button('Cancel', null, function () { return { cancelled: true }; });
-    notify('pisces is asking: ' + (str(f.title) || m), str(f.message));
-  }
-  function isApprovalSelect(f) {
-    var o = f.options || [];
-    return o.length >= 2 && /^(approve|allow)/i.test(String(o[0])) && /^(deny|block|reject)/i.test(String(o[o.length - 1]));
-  }
-
-  function showApproval(f) {
-    if (S.requests[f.id]) return;
-    var typed = f.type === 'tool_approval_request';
-    var title = typed ? 'Approve ' + str(f.toolName) + '?' : str(f.title);
-    var c = requestCard(f, 'card approval', title);
-    if (typed) {
-      if (f.tier) add(c.body, el('div', 'note', 'tier: ' + f.tier + (f.detail ? ' · ' + (typeof f.detail === 'string' ? f.detail : '') : '')));
-      var identity = f.identity;
-      add(c.body, el('pre', null, typeof identity === 'string' ? identity : R.pretty(identity !== undefined ? identity : f.input)));
-      if (identity !== undefined && f.input !== undefined) {
-        var more = add(el('details'), el('summary', null, 'arguments'), el('pre', null, R.pretty(f.input)));
-        add(c.body, more);
-      }
-      c.button('Approve', 'primary', function () { return { type: 'tool_approval_response', toolCallId: f.toolCallId, approved: true }; });
-      c.button('Deny', 'danger', function () { return { type: 'tool_approval_response', toolCallId: f.toolCallId, approved: false }; });
-    } else {
-      (f.options || []).forEach(function (o, i) {
-        c.button(String(o), i === 0 ? 'primary' : (i === f.options.length - 1 ? 'danger' : null), function () { return { value: String(o) }; });
-      });
-    }
-    notify('pisces needs your approval', title);
-  }
-
-  function requestCard(f, cls, title) {
-    var box = el('div', cls);
-    box.setAttribute('data-request', f.id);
-    var head = el('h3', null, title);
-    var timer = null;
-    if (typeof f.timeout === 'number' && f.timeout > 0) {
-      timer = el('span', 'timer');
-      var ends = Date.now() + f.timeout;
-      var tick = function () {
-        if (!box.parentNode) return;
-        var left = Math.max(0, Math.round((ends - Date.now()) / 1000));
-        timer.textContent = left + ' s';
-        if (left > 0) setTimeout(tick, 1000);
-      };
-      tick();
-      add(box, timer);
-    }
-    var body = el('div', 'body');
-    var buttons = el('div', 'buttons');
-    add(box, head, body, buttons);
-    add($('requests'), box);
-    S.requests[f.id] = box;
-    scrollDown(true);
-    return {
-      body: body,
-      button: function (label, bcls, answer) {
-        var b = el('button', bcls, label);
-        b.type = 'button';
-        b.addEventListener('click', function () {
-          var a = answer();
-          var frame = { type: a.type || 'extension_ui_response', id: f.id };
-          for (var k in a) if (k !== 'type') frame[k] = a[k];
-          send(frame);
-          closeRequest(f.id);
-        });
-        add(buttons, b);
-        return b;
-      }
-    };
-  }
-  function closeRequest(id) {
-    var box = S.requests[id];
-    if (box && box.parentNode) box.parentNode.removeChild(box);
-    delete S.requests[id];
-  }
-  function renderWidgets() {
-    var box = $('widgets');
-    box.textContent = '';
-    Object.keys(S.widgets).forEach(function (k) { add(box, el('pre', null, S.widgets[k].join('\n'))); });
-    var st = Object.keys(S.statuses).map(function (k) { return S.statuses[k]; }).join(' · ');
-    if (st) add(box, el('pre', null, st));
-  }
-
-  // -- notifications and toasts ---------------------------------------------------------------------------------
-  var asked = false;
-  function askNotificationsOnce() {
-    if (asked || !('Notification' in window) || Notification.permission !== 'default') return;
-    asked = true;
-    Notification.requestPermission().catch(function () {});
-  }
-  $('notify-btn').addEventListener('click', function () {
-    if (!('Notification' in window)) { toast('This browser has no notifications here (they need https or localhost)', true); return; }
-    Notification.requestPermission().then(function (p) { toast('Notifications: ' + p); });
-  });
-  function notify(title, body) {
-    if (document.visibilityState === 'visible' && document.hasFocus()) return;
-    if ('Notification' in window && Notification.permission === 'granted') {
-      try { new Notification(title, { body: str(body).slice(0, 200), tag: 'pisces' }); } catch (e) { /* some phones need a service worker */ }
-    }
-    if (navigator.vibrate) { try { navigator.vibrate(120); } catch (e) { /* ignore */ } }
-  }
-  function toast(text, error) {
-    var t = el('div', 'toast' + (error ? ' error' : ''), text);
-    add($('toasts'), t);
-    setTimeout(function () { if (t.parentNode) t.parentNode.removeChild(t); }, error ? 7000 : 3500);
-  }
+  // -- what the other files use, and what they provide ---------------------------------------------
+  P.S = S; P.call = call; P.send = send; P.quietly = quietly; P.$ = $;
+  P.refreshState = refreshState; P.refreshStats = refreshStats; P.scrollDown = scrollDown;
+  function toast(text, error) { P.toast(text, error); }
+  function notify(title, body) { P.notify(title, body); }
+  function askNotificationsOnce() { P.askNotificationsOnce(); }
+  function uiRequest(f) { P.uiRequest(f); }
+  function showApproval(f) { P.showApproval(f); }
+  function closeRequest(id) { P.closeRequest(id); }
+  function loadModels() { P.loadModels(); }
+  function renderSelectors() { P.renderSelectors(); }
+  function loadSessions() { P.loadSessions(); }
+  function loadTree() { P.loadTree(); }
+  function renderStats(st) { P.renderStats(st); }
 
   window.PiscesApp = { state: S, call: call };  // for tests and the curious
-  connect();
+  document.addEventListener('DOMContentLoaded', connect);  // once panels.js and dialogs.js are in
 })();

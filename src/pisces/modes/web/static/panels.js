@@ -1,0 +1,205 @@
+// pisces web UI: the header's selectors and figures, and the drawer (sessions, tree, more).
+(function () {
+  'use strict';
+  var R = window.PiscesRender, P = window.Pisces;
+  var el = R.el, add = R.add, isObj = R.isObj, str = R.str;
+  var S = P.S, call = P.call, quietly = P.quietly, $ = P.$;
+  function toast(text, error) { P.toast(text, error); }
+  function refreshState() { P.refreshState(); }
+  function refreshStats() { P.refreshStats(); }
+
+  function fmtTokens(n) { return n >= 1000000 ? (n / 1e6).toFixed(1) + 'M' : n >= 1000 ? (n / 1000).toFixed(1) + 'k' : String(n || 0); }
+
+  function renderStats(st) {
+    var u = $('usage');
+    u.textContent = '';
+    var ctx = st.contextUsage;
+    if (ctx && typeof ctx.percent === 'number') {
+      var bar = el('span', 'bar');
+      var fill = el('i');
+      fill.style.width = Math.min(100, Math.max(0, ctx.percent)) + '%';
+      add(bar, fill);
+      add(u, bar, document.createTextNode(Math.round(ctx.percent) + '% of ' + fmtTokens(ctx.contextWindow) + ' '));
+    }
+    var t = st.tokens || {};
+    add(u, document.createTextNode('↑' + fmtTokens(t.input) + ' ↓' + fmtTokens(t.output) + ' $' + Number(st.cost || 0).toFixed(3)));
+    var dl = $('stats');
+    dl.textContent = '';
+    [['Messages', st.totalMessages], ['Tool calls', st.toolCalls], ['Input tokens', t.input], ['Output tokens', t.output],
+     ['Cache read', t.cacheRead], ['Cache write', t.cacheWrite], ['Cost', '$' + Number(st.cost || 0).toFixed(4)],
+     ['Context', ctx ? (ctx.tokens === null ? '?' : ctx.tokens) + ' / ' + ctx.contextWindow : 'n/a'],
+     ['Session file', st.sessionFile || '(in memory)']].forEach(function (row) {
+      add(dl, el('dt', null, row[0]), el('dd', null, row[1] === undefined ? '' : String(row[1])));
+    });
+  }
+
+  // -- model and thinking -------------------------------------------------------------------------------
+  var MODELS = [];
+  var LEVELS = [];
+  function loadModels() {
+    call('get_available_models').then(function (d) { MODELS = d.models || []; renderSelectors(); }).catch(function () {});
+  }
+  function renderSelectors() {
+    var st = S.state || {};
+    var cur = isObj(st.model) ? st.model.provider + '/' + st.model.id : '';
+    var sel = $('model-select');
+    sel.textContent = '';
+    var seen = false;
+    MODELS.forEach(function (m) {
+      var v = m.provider + '/' + m.id;
+      var o = el('option', null, (m.name || m.id) + ' (' + m.provider + ')');
+      o.value = v;
+      if (v === cur) { o.selected = true; seen = true; }
+      add(sel, o);
+    });
+    if (!seen && cur) { var o = el('option', null, cur); o.value = cur; o.selected = true; add(sel, o); }
+    call('get_available_thinking_levels').then(function (d) {
+      LEVELS = d.levels || [];
+      var ts = $('thinking-select');
+      ts.textContent = '';
+      LEVELS.forEach(function (l) { var o = el('option', null, 'thinking: ' + l); o.value = l; if (l === st.thinkingLevel) o.selected = true; add(ts, o); });
+      ts.disabled = LEVELS.length <= 1;
+    }).catch(function () {});
+  }
+  $('model-select').addEventListener('change', function (ev) {
+    var v = ev.target.value, cut = v.indexOf('/');
+    quietly(call('set_model', { provider: v.slice(0, cut), modelId: v.slice(cut + 1) }).then(refreshState));
+  });
+  $('thinking-select').addEventListener('change', function (ev) {
+    quietly(call('set_thinking_level', { level: ev.target.value }).then(refreshState));
+  });
+
+  // -- drawer: sessions, tree, more ------------------------------------------------------------------------
+  $('menu-btn').addEventListener('click', function () {
+    var open = document.body.classList.toggle('drawer-open');
+    $('menu-btn').setAttribute('aria-expanded', open ? 'true' : 'false');
+  });
+  $('messages').addEventListener('click', function () { document.body.classList.remove('drawer-open'); });
+  Array.prototype.forEach.call(document.querySelectorAll('.tabs button'), function (b) {
+    b.addEventListener('click', function () {
+      Array.prototype.forEach.call(document.querySelectorAll('.tabs button'), function (x) { x.classList.toggle('active', x === b); });
+      ['sessions', 'tree', 'more'].forEach(function (t) { $('tab-' + t).hidden = t !== b.getAttribute('data-tab'); });
+      if (b.getAttribute('data-tab') === 'tree') loadTree();
+      if (b.getAttribute('data-tab') === 'sessions') loadSessions();
+      if (b.getAttribute('data-tab') === 'more') refreshStats();
+    });
+  });
+
+  var SESSIONS = [];
+  function loadSessions() {
+    call('list_sessions', { scope: S.sessionsAll ? 'all' : 'cwd', includeSearchText: false }).then(function (d) {
+      SESSIONS = d.sessions || [];
+      renderSessions();
+    }).catch(function () {});
+  }
+  function renderSessions() {
+    var list = $('session-list');
+    var filter = $('session-filter').value.toLowerCase();
+    list.textContent = '';
+    var current = S.state && S.state.sessionFile;
+    SESSIONS.slice().sort(function (a, b) { return String(b.modified).localeCompare(String(a.modified)); }).forEach(function (s) {
+      var title = s.name || s.firstMessage || '(empty)';
+      if (filter && (title + ' ' + s.cwd).toLowerCase().indexOf(filter) < 0) return;
+      var li = el('li', s.path === current ? 'current' : null);
+      add(li, el('div', 'first', title),
+        el('div', 'meta', String(s.modified).slice(0, 16).replace('T', ' ') + ' · ' + s.messageCount + ' messages' + (S.sessionsAll ? ' · ' + s.cwd : '')));
+      li.addEventListener('click', function () {
+        if (s.path === current) return;
+        quietly(call('switch_session', { sessionPath: s.path }).then(function () { document.body.classList.remove('drawer-open'); }));
+      });
+      add(list, li);
+    });
+  }
+  $('session-filter').addEventListener('input', renderSessions);
+  $('all-sessions').addEventListener('change', function (ev) { S.sessionsAll = ev.target.checked; loadSessions(); });
+  $('new-session').addEventListener('click', function () {
+    quietly(call('new_session').then(function (d) { if (d && d.cancelled) toast('Cancelled by an extension'); }));
+  });
+
+  function loadTree() {
+    call('get_session_tree').then(renderTree).catch(function () {});
+  }
+  function renderTree(t) {
+    var root = $('tree');
+    root.textContent = '';
+    var filter = $('tree-filter').value.toLowerCase();
+    var active = {};
+    var parents = {};
+    (function walk(nodes) { nodes.forEach(function (n) { (n.children || []).forEach(function (c) { parents[c.entry.id] = n.entry.id; }); walk(n.children || []); }); })(t.nodes || []);
+    for (var id = t.leafId; id; id = parents[id]) active[id] = true;
+    function build(nodes, ul) {
+      nodes.forEach(function (n) {
+        var e = n.entry;
+        var li = el('li');
+        var row = el('div', 'node' + (active[e.id] ? ' active' : '') + (e.id === t.leafId ? ' leaf' : ''));
+        row.setAttribute('data-entry', e.id);
+        var text = str(e.preview) || e.type;
+        var show = !filter || (text + ' ' + str(e.label)).toLowerCase().indexOf(filter) >= 0;
+        add(row, el('span', 'kind', e.type === 'message' ? '' : e.type), el('span', 'preview', text));
+        if (e.label) add(row, el('span', 'label', e.label));
+        var lb = el('button', 'lbl-btn', 'label');
+        lb.type = 'button'; lb.title = 'Label this entry';
+        lb.addEventListener('click', function (ev) { ev.stopPropagation(); editLabel(row, e); });
+        add(row, lb);
+        row.addEventListener('click', function () {
+          if (e.id === t.leafId) return;
+          quietly(call('navigate_tree', { targetId: e.id, summarize: $('tree-summarize').checked }).then(function (d) {
+            if (d && d.editorText) $('prompt').value = d.editorText;
+            loadTree();
+          }));
+        });
+        if (show) add(li, row);
+        if (n.children && n.children.length) {
+          var sub = el('ul');
+          build(n.children, sub);
+          add(li, sub);
+        }
+        add(ul, li);
+      });
+    }
+    build(t.nodes || [], root);
+  }
+  function editLabel(row, e) {
+    var input = el('input');
+    input.type = 'text'; input.value = str(e.label); input.placeholder = 'label (empty removes it)';
+    row.parentNode.insertBefore(input, row.nextSibling);
+    input.focus();
+    var finished = false;
+    function done(save) {
+      if (finished) return;  // removing the field blurs it: once is enough
+      finished = true;
+      if (input.parentNode) input.parentNode.removeChild(input);
+      if (save) quietly(call('set_entry_label', { targetId: e.id, label: input.value }).then(loadTree));
+    }
+    input.addEventListener('keydown', function (ev) { if (ev.key === 'Enter') done(true); if (ev.key === 'Escape') done(false); });
+    input.addEventListener('blur', function () { done(true); });
+  }
+  $('tree-filter').addEventListener('input', loadTree);
+
+  $('compact-btn').addEventListener('click', function () { quietly(call('compact').then(function () { toast('Context compacted'); })); });
+  $('auto-compaction').addEventListener('change', function (ev) { quietly(call('set_auto_compaction', { enabled: ev.target.checked })); });
+  $('auto-retry').addEventListener('change', function (ev) { quietly(call('set_auto_retry', { enabled: ev.target.checked })); });
+  $('pair-btn').addEventListener('click', function () {
+    quietly(call('web_pair').then(function (d) {
+      var out = $('pair-out');
+      out.textContent = '';
+      add(out, document.createTextNode('Open this once on the other device (valid 10 minutes): '), el('code', null, d.pairUrl));
+    }));
+  });
+  $('export-link').addEventListener('click', function (ev) {
+    // a session only in memory has nothing to export: say so instead of downloading an error
+    ev.preventDefault();
+    fetch('/export', { credentials: 'same-origin' }).then(function (r) {
+      if (!r.ok) return r.text().then(function (t) { toast(t.trim(), true); });
+      return r.blob().then(function (blob) {
+        var a = el('a'); a.href = URL.createObjectURL(blob);
+        a.download = 'pisces-session-' + ((S.state && S.state.sessionId) || 'export') + '.html';
+        document.body.appendChild(a); a.click(); a.remove();
+        setTimeout(function () { URL.revokeObjectURL(a.href); }, 10000);
+      });
+    });
+  });
+
+  P.loadModels = loadModels; P.renderSelectors = renderSelectors; P.loadSessions = loadSessions;
+  P.loadTree = loadTree; P.renderStats = renderStats;
+})();
