@@ -222,10 +222,12 @@ class Host:
         clients = self.clients
         if self.live is not None:
             self.live.observe(event)
-        if isinstance(event, dict):
+        if self.live is not None and isinstance(event, dict):  # requests a late client must be sent
             rid = event.get("id")
             if rid is not None and self._ui is not None and rid in self._ui.pending:
                 self._open_requests[rid] = event
+            elif event.get("method") == "cancel" or event.get("type") == "tool_approval_cancel":
+                self._open_requests.pop(event.get("targetId"), None)
         try:
             if self.replay is None and len(clients) == 1 and not clients[0].seq:
                 clients[0].write(event)  # stdio alone: its own writer, pi's bytes (and writev for snapshots)

@@ -1,0 +1,85 @@
+"""In-process checks of the web mode's small parts: the replay buffer's bounds, the WebSocket framing the
+fan-out writes itself (against the library's own encoder), pairing and the Origin/Host rules."""
+
+from __future__ import annotations
+
+import pytest
+from websockets.frames import Frame, Opcode
+
+from pisces.modes.host import with_seq
+from pisces.modes.replay import ReplayBuffer
+from pisces.modes.web.auth import WebAuth
+from pisces.modes.web.server import safe_join, ws_frame, STATIC
+
+
+def frames(seq: int, size: int = 10) -> dict[str, bytes]:
+    body = b'{"type":"e","n":"' + b"x" * size + b'"}\n'
+    return {"deltas": body, "full": body + b""}
+
+
+def test_replay_buffer_replays_exactly_what_was_missed():
+    buf = ReplayBuffer(max_bytes=10_000, max_events=100)
+    for seq in range(1, 11):
+        buf.add(seq, frames(seq))
+    got = buf.since(7, 10, "deltas")
+    assert [s for s, _ in got] == [8, 9, 10]
+    assert buf.since(10, 10, "deltas") == []  # up to date
+    assert buf.since(11, 10, "deltas") is None  # a number this stream never reached
+    assert buf.since(3, 10, "full") is None  # that profile was never kept
+
+
+def test_replay_buffer_is_bounded_by_events_and_bytes():
+    buf = ReplayBuffer(max_bytes=10_000, max_events=5)
+    for seq in range(1, 21):
+        buf.add(seq, frames(seq))
+    assert len(buf) == 5 and buf.first_seq == 16
+    assert buf.since(14, 20, "deltas") is None  # 15 is gone: a snapshot instead
+    assert [s for s, _ in buf.since(15, 20, "deltas")] == [16, 17, 18, 19, 20]
+    small = ReplayBuffer(max_bytes=300, max_events=1000)
+    for seq in range(1, 21):
+        small.add(seq, frames(seq, size=40))
+    assert small.bytes <= 300 and small.first_seq > 1
+
+
+@pytest.mark.parametrize("n", [0, 1, 125, 126, 127, 65535, 65536, 200_000])
+def test_ws_frame_matches_the_library(n):
+    payload = b"{" + b"a" * max(0, n - 2) + b"}" if n >= 2 else b"{" * n
+    ours = ws_frame(payload + b"\n")
+    theirs = Frame(Opcode.TEXT, payload).serialize(mask=False, extensions=[])
+    assert ours == theirs
+
+
+def test_with_seq_appends_the_number():
+    assert with_seq(b'{"type":"agent_start"}\n', 42) == b'{"type":"agent_start","seq":42}\n'
+
+
+def test_pairing_tokens_work_once_and_expire():
+    now = [1000.0]
+    auth = WebAuth(port=8000, host="127.0.0.1", token="t" * 32, clock=lambda: now[0])
+    once = auth.new_pairing(None)
+    secret = auth.pair(once)
+    assert secret and auth.cookie_ok(f"other=1; pisces_8000={secret}")
+    assert auth.pair(once) is None  # used up
+    minted = auth.new_pairing(600)
+    now[0] += 601
+    assert auth.pair(minted) is None  # expired
+    assert auth.pair("t" * 32) is not None and auth.pair("t" * 32) is not None  # the access token is not used up
+    assert not auth.cookie_ok("pisces_8000=forged") and not auth.cookie_ok(None)
+    assert auth.bearer_ok("Bearer " + "t" * 32) and not auth.bearer_ok("Bearer " + "t" * 31) and not auth.bearer_ok(None)
+
+
+def test_origin_and_host_rules():
+    auth = WebAuth(port=8000, host="127.0.0.1", origins=("https://box.example",))
+    assert auth.origin_ok("http://127.0.0.1:8000") and auth.origin_ok("http://localhost:8000")
+    assert auth.origin_ok("https://box.example") and not auth.origin_ok("http://127.0.0.1:8001")
+    assert not auth.origin_ok("http://evil.example") and not auth.origin_ok(None) and not auth.origin_ok("null")
+    assert auth.host_ok("127.0.0.1:8000") and auth.host_ok("LOCALHOST:8000") and auth.host_ok("box.example")
+    assert not auth.host_ok("evil.example:8000") and not auth.host_ok(None)
+    lan = WebAuth(port=8000, host="0.0.0.0", token="t" * 32)
+    assert lan.host_ok("192.168.1.5:8000")  # bound to the network: names are the proxy's business, the token guards
+
+
+def test_safe_join_stays_inside():
+    assert safe_join(STATIC, "app.js") == (STATIC / "app.js").resolve()
+    for bad in ("../host.py", "%2e%2e/host.py", "a/../../x", "/etc/passwd", "..%2fx", "a\\b", "x%00", "", "vendor//x"):
+        assert safe_join(STATIC, bad) is None, bad
