@@ -27,7 +27,7 @@ def test_default_is_pis_frame_and_each_profile_can_be_chosen(home, spawn):
     for profile in ("full", "lean", "deltas"):
         if profile != "full":
             data = p.ok({"type": "set_stream_options", "profile": profile})
-            assert data == {"profile": profile, "partial": False, "messageSnapshots": profile == "lean"}
+            assert data == {"profile": profile, "partial": False, "messageSnapshots": profile == "lean", "seq": False}
         start = len(p.raw_lines)
         frames = _reply_frames(p)
         sizes[profile] = _stdout_bytes(p, start)
@@ -51,13 +51,21 @@ def test_default_is_pis_frame_and_each_profile_can_be_chosen(home, spawn):
 def test_stream_options_booleans_and_bad_values(home, spawn):
     p = spawn("--provider", "faux", "--no-session", "--stream-profile", "deltas")
     assert p.ok({"type": "set_stream_options"}) == {"profile": "deltas", "partial": False,
-                                                    "messageSnapshots": False}
+                                                    "messageSnapshots": False, "seq": False}
     # an option left out keeps its current value
     assert p.ok({"type": "set_stream_options", "messageSnapshots": True}) == {
-        "profile": "lean", "partial": False, "messageSnapshots": True}
+        "profile": "lean", "partial": False, "messageSnapshots": True, "seq": False}
+    # seq: events numbered as the web host numbers them (pisces.modes.host); off again restores pi's frames
+    assert p.ok({"type": "set_stream_options", "seq": True})["seq"] is True
+    p.send({"id": "n", "type": "set_session_name", "name": "numbered"})
+    numbered = p.until(lambda f: f.get("type") == "session_info_changed")[-1]
+    assert isinstance(numbered["seq"], int) and numbered["seq"] >= 1
+    assert p.ok({"type": "set_stream_options", "seq": False})["seq"] is False
+    p.send({"id": "n2", "type": "set_session_name", "name": "plain"})
+    assert "seq" not in p.until(lambda f: f.get("type") == "session_info_changed")[-1]
     assert p.ok({"type": "set_stream_options", "partial": True})["profile"] == "full"
     assert p.ok({"type": "set_stream_options", "partial": False})["profile"] == "lean"
-    for bad in ({"profile": "huge"}, {"partial": "no"}, {"profile": "full", "partial": False}):
+    for bad in ({"profile": "huge"}, {"partial": "no"}, {"profile": "full", "partial": False}, {"seq": "yes"}):
         r = p.request({"id": "b", "type": "set_stream_options", **bad})
         assert r["success"] is False and r["error"], r
     assert p.ok({"type": "get_state"})["model"]["provider"] == "faux"  # still serving

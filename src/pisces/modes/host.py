@@ -82,12 +82,12 @@ class Client:
     def write(self, obj: Any) -> None:
         """One frame for this client only (a response, a host tool call). Raises when ``obj`` cannot be
         encoded; nothing is sent then."""
-        self.send_bytes(self.host.encoder.encode(obj, self._profile))
+        self.send_bytes(self.host.encoder.encode(obj, self.profile))
 
     def deliver(self, frames: dict[str, bytes], seq: int, numbered: dict[str, bytes]) -> None:
         """A broadcast frame, encoded for every profile in use; ``numbered`` caches its form with ``seq``
         per profile, made once for all the clients that want it."""
-        profile = self._profile
+        profile = self.profile
         if not self.seq:
             self.send_bytes(frames[profile])
             return

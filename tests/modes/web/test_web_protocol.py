@@ -242,6 +242,7 @@ def test_bad_frames_get_errors_and_the_connection_lives(home):
         pair = w.request(a, {"type": "web_pair"})["data"]
         assert pair["pairUrl"].startswith(w.base + "/pair?token=") and pair["url"] == w.base + "/"
         a.close()
+        assert w.close() == 143  # SIGTERM ends the web mode cleanly, as the other modes (128 + 15)
 
 
 def test_web_pair_link_works_once(home):
