@@ -30,6 +30,8 @@ from pisces.modes.rpc.handlers import ANSWERED, COMMANDS, NO_DATA, RpcError
 from pisces.modes.rpc.protocol import canonical_command
 from pisces.modes.stream_encoding import DELTAS, FULL, StreamEncoder
 
+TYPED = "typed "  # a replay buffer key: the typed form of an approval frame (pisces.modes.replay)
+
 # Frames that answer a request of ours: routed at once, never queued, never answered.
 ANSWER_TYPES = ("extension_ui_response", "hook_ui_response", "host_tool_result", "host_tool_update",
                 "tool_approval_response")
@@ -51,7 +53,7 @@ class Client:
         self.host = host
         self._profile = profile
         self.seq = seq  # broadcast frames carry "seq"
-        self.capabilities: set[str] = set()  # what the client announced it understands (typed frames)
+        self.typed_approvals = False  # announced typedToolApprovals (negotiate_protocol): typed approval frames
         self.closed = False
 
     # -- what a handler uses ------------------------------------------------------------------
@@ -77,6 +79,9 @@ class Client:
 
     def host_tool_bridge(self) -> Any:
         return self.host.host_tool_bridge(self)
+
+    def set_client_capabilities(self, capabilities: dict[str, Any]) -> dict[str, Any]:
+        return self.host.set_client_capabilities(self, capabilities)
 
     # -- output ---------------------------------------------------------------------------------
     def write(self, obj: Any) -> None:
@@ -123,7 +128,15 @@ class Host:
         self.host_tools: Any = None  # the HostToolBridge, made by the first set_host_tools
         self._host_tools_owner: Client | None = None
         self._open_requests: dict[str, dict[str, Any]] = {}  # request id -> frame, while it waits (re-sent)
-        self.pending_sources: list[Callable[[], list[dict[str, Any]]]] = []  # more open requests (approvals)
+        self.approvals: Any = None  # the ClientApprover asking the clients (pisces.modes.approvals)
+        if getattr(session, "approval", None) is not None:
+            from pisces.modes.approvals import ClientApprover
+
+            # the web mode can always ask properly (its browsers speak the typed frames), even while none is
+            # attached: a request waits for the phone that comes back
+            self.approvals = ClientApprover(self._send_approval, typed=self._asks_typed,
+                                            cancel_when_answered=resumable)
+            session.approval.set_approver(self.approvals)
         self.shutdown_requested = False
         self.on_shutdown_request: Callable[[], None] | None = None  # the mode stops its loop
         self.on_settled: Callable[[], None] | None = None
@@ -179,9 +192,47 @@ class Host:
         if owner is not None and not owner.closed:
             owner.write(frame)
 
+    # -- approvals (pisces.modes.approvals; docs/approval.md) ---------------------------------------------
+    def _asks_typed(self) -> bool:
+        return self.resumable or any(c.typed_approvals for c in self.clients)
+
+    def _send_approval(self, frame: dict[str, Any]) -> None:
+        """An approval frame for every client, each in the form it understands (typed, or pi's select)."""
+        from pisces.modes.approvals import client_form
+
+        self.broadcast(frame, pi_form=client_form(frame, False))
+
+    def set_client_capabilities(self, client: Client, capabilities: dict[str, Any]) -> dict[str, Any]:
+        """``negotiate_protocol``: what ``client`` understands. Approval requests already open are sent to it
+        again in the new form (and withdrawn in the old one), after the response."""
+        from pisces.modes.approvals import TYPED_TOOL_APPROVALS, cancel_frame, client_form
+
+        value = capabilities.get("typedToolApprovals", False)
+        if isinstance(value, bool) or (isinstance(value, int) and value >= 0):
+            typed = bool(value)
+        else:
+            raise RpcError("Invalid 'typedToolApprovals': expected a version number (1) or true/false")
+        before, client.typed_approvals = client.typed_approvals, typed
+        approvals = self.approvals
+        if before != typed and approvals is not None and len(approvals.pending):
+            def resend() -> None:
+                for frame in approvals.pending_frames():
+                    if client.closed:
+                        return
+                    client.write(client_form(cancel_frame(frame["id"], frame["toolCallId"], "resent"), before))
+                    client.write(client_form(frame, typed))
+
+            asyncio.get_running_loop().call_soon(resend)
+        return {"protocolVersion": 2, "serverCapabilities": {"typedToolApprovals": TYPED_TOOL_APPROVALS},
+                "clientCapabilities": {"typedToolApprovals": TYPED_TOOL_APPROVALS if typed else 0}}
+
     def route_answer(self, ctype: str, frame: dict[str, Any]) -> None:
         """Answers to our requests. An unknown id is ignored, and nothing is ever written back."""
-        if ctype in ("host_tool_result", "host_tool_update"):
+        approvals = self.approvals
+        if ctype == "tool_approval_response" or (approvals is not None and approvals.owns(frame.get("id"))):
+            if approvals is not None:
+                approvals.answer(frame)
+        elif ctype in ("host_tool_result", "host_tool_update"):
             if self.host_tools is not None:
                 pending = self.host_tools.pending
                 if ctype == "host_tool_result":
@@ -196,15 +247,17 @@ class Host:
         if self._ui is not None:
             self._ui.close()
 
-    def open_requests(self) -> list[dict[str, Any]]:
-        """The requests still waiting for an answer (dialogs, approvals), oldest first: what a client that
-        attaches late is sent."""
+    def open_requests(self, client: Client) -> list[dict[str, Any]]:
+        """The requests still waiting for an answer (dialogs, then approvals in ``client``'s form, with the
+        time they have left): what a client that attaches late is sent."""
         pending = self._ui.pending if self._ui is not None else ()
         for rid in [r for r in self._open_requests if r not in pending]:
             del self._open_requests[rid]
         out = list(self._open_requests.values())
-        for source in self.pending_sources:
-            out.extend(f for f in source() if f.get("id") not in self._open_requests)
+        if self.approvals is not None:
+            from pisces.modes.approvals import client_form
+
+            out.extend(client_form(f, client.typed_approvals) for f in self.approvals.pending_frames())
         return out
 
     # -- shutdown requested by an extension --------------------------------------------------------
@@ -214,34 +267,43 @@ class Host:
             self.on_shutdown_request()
 
     # -- broadcast ----------------------------------------------------------------------------------
-    def broadcast(self, event: Any) -> None:
-        """An event or a request for every client, numbered. Never raises: a frame that cannot be encoded is
-        reported on stderr and skipped."""
+    def broadcast(self, event: Any, pi_form: Any = None) -> None:
+        """An event or a request for every client, numbered. With ``pi_form`` (approval frames), clients
+        without typed approvals get that instead, under the same number. Never raises: a frame that cannot
+        be encoded is reported on stderr and skipped."""
         self.seq += 1
         seq = self.seq
         clients = self.clients
         if self.live is not None:
             self.live.observe(event)
-        if self.live is not None and isinstance(event, dict):  # requests a late client must be sent
-            rid = event.get("id")
-            if rid is not None and self._ui is not None and rid in self._ui.pending:
-                self._open_requests[rid] = event
-            elif event.get("method") == "cancel" or event.get("type") == "tool_approval_cancel":
-                self._open_requests.pop(event.get("targetId"), None)
+            if isinstance(event, dict):  # requests a late client must be sent
+                rid = event.get("id")
+                if rid is not None and self._ui is not None and rid in self._ui.pending:
+                    self._open_requests[rid] = event
+                elif event.get("method") == "cancel" or event.get("type") == "tool_approval_cancel":
+                    self._open_requests.pop(event.get("targetId"), None)
         try:
             if self.replay is None and len(clients) == 1 and not clients[0].seq:
-                clients[0].write(event)  # stdio alone: its own writer, pi's bytes (and writev for snapshots)
+                # stdio alone: its own writer, pi's bytes (and writev for snapshots)
+                only = clients[0]
+                only.write(event if pi_form is None or only.typed_approvals else pi_form)
             else:
-                profiles = {c.profile for c in clients}
+                frames = self._encode(event, {c.profile for c in clients if pi_form is None or c.typed_approvals})
+                plain = frames if pi_form is None else self._encode(
+                    pi_form, {c.profile for c in clients if not c.typed_approvals})
                 if self.replay is not None:
-                    profiles |= self.replay.profiles
-                frames = self.encoder.encode_profiles(event, profiles)
-                if self.replay is not None:
-                    self.replay.add(seq, frames)
+                    stored = dict(plain)
+                    if pi_form is not None:
+                        stored.update((TYPED + p, f) for p, f in frames.items())
+                    self.replay.add(seq, stored)
                 numbered: dict[str, bytes] = {}
+                numbered_typed: dict[str, bytes] = {} if pi_form is not None else numbered
                 for client in list(clients):
                     try:
-                        client.deliver(frames, seq, numbered)
+                        if pi_form is not None and client.typed_approvals:
+                            client.deliver(frames, seq, numbered_typed)
+                        else:
+                            client.deliver(plain, seq, numbered)
                     except Exception as exc:  # noqa: BLE001 - one broken client must not stop the others
                         sys.stderr.write(f"pisces: a frame could not be sent to a {client.kind} client: "
                                          f"{message(exc)}\n")
@@ -252,6 +314,11 @@ class Host:
                 self.on_settled()
             if self.shutdown_requested and self.on_shutdown_request is not None:
                 self.on_shutdown_request()
+
+    def _encode(self, event: Any, profiles: set[str]) -> dict[str, bytes]:
+        if self.replay is not None:
+            profiles = profiles | self.replay.profiles
+        return self.encoder.encode_profiles(event, profiles) if profiles else {}
 
     # -- responses ----------------------------------------------------------------------------------
     def respond(self, client: Client, req_id: Any, command: Any, data: Any = NO_DATA,
@@ -336,14 +403,14 @@ class Host:
         assert self.replay is not None and self.live is not None, "resume needs a resumable host"
         frames = None
         if since is not None and stream_id == self.stream_id:
-            frames = self.replay.since(since, self.seq, client.profile)
+            frames = self.replay.since(since, self.seq, client.profile, typed=client.typed_approvals)
         if frames is not None:
             client.write({"type": "resumed", "streamId": self.stream_id, "fromSeq": since, "toSeq": self.seq})
             for seq, frame in frames:
                 client.send_bytes(with_seq(frame, seq))
         else:
             reason = "new" if since is None else ("stream" if stream_id != self.stream_id else "gap")
-            client.write(self.live.snapshot(self, reason))
+            client.write(self.live.snapshot(self, reason, client))
         self.attach(client)
 
     # -- shutdown -------------------------------------------------------------------------------------
@@ -353,6 +420,8 @@ class Host:
             self._ui.close()
         if self.host_tools is not None:
             self.host_tools.pending.close()
+        if self.approvals is not None:
+            self.approvals.close()
         try:
             await asyncio.wait_for(self.session.shutdown(), timeout=0.8)
         except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - exiting regardless

@@ -43,16 +43,20 @@ class ReplayBuffer:
         return self._frames[0][0] if self._frames else None
 
     def add(self, seq: int, frames: dict[str, bytes]) -> None:
-        kept = {p: frames[p] for p in self.profiles if p in frames}
+        """``frames`` by profile; an approval frame also has its typed form under ``"typed <profile>"``."""
+        kept = {k: f for k, f in frames.items() if k.rpartition(" ")[2] in self.profiles}
         size = sum(len(f) for f in kept.values())
         self._frames.append((seq, kept, size))
         self.bytes += size
         while self._frames and (self.bytes > self.max_bytes or len(self._frames) > self.max_events):
             self.bytes -= self._frames.popleft()[2]
 
-    def since(self, since: int, current: int, profile: str) -> list[tuple[int, bytes]] | None:
-        """The frames numbered ``since``+1 .. ``current`` in ``profile``, or None when some are gone (or were
-        never kept in that profile) or ``since`` is not a number this stream has reached."""
+    def since(self, since: int, current: int, profile: str, *, typed: bool = False
+              ) -> list[tuple[int, bytes]] | None:
+        """The frames numbered ``since``+1 .. ``current`` in ``profile`` (approval frames in their typed form
+        for a ``typed`` client), or None when some are gone (or were never kept in that profile) or ``since``
+        is not a number this stream has reached."""
+        typed_key = "typed " + profile
         if not isinstance(since, int) or since < 0 or since > current:
             return None
         if since == current:
@@ -64,7 +68,9 @@ class ReplayBuffer:
         for seq, frames, _size in self._frames:
             if seq <= since:
                 continue
-            frame = frames.get(profile)
+            frame = frames.get(typed_key) if typed else None
+            if frame is None:
+                frame = frames.get(profile)
             if frame is None:
                 return None
             out.append((seq, frame))
@@ -104,7 +110,7 @@ class LiveState:
             self.streaming = None
             self.running.clear()
 
-    def snapshot(self, host: Any, reason: str) -> dict[str, Any]:
+    def snapshot(self, host: Any, reason: str, client: Any) -> dict[str, Any]:
         session = host.session
         frame: dict[str, Any] = {"type": "snapshot", "streamId": host.stream_id, "seq": host.seq, "reason": reason,
                                  "state": session.get_state(), "messages": session.messages}
@@ -112,5 +118,5 @@ class LiveState:
             frame["streamingMessage"] = self.streaming
         frame["runningTools"] = list(self.running.values())
         frame["queue"] = self.queue
-        frame["requests"] = host.open_requests()
+        frame["requests"] = host.open_requests(client)
         return frame

@@ -106,46 +106,56 @@ def test_a_tool_card_shows_the_edit_as_a_diff(browser, home):
         assert page.exceptions() == []
 
 
-APPROVAL_EXTENSION = '''
+SELECT_EXTENSION = '''
 def register(pi):
     @pi.on("tool_call")
     async def gate(event, ctx):
         command = event.input.get("command", "")
-        if "typed" in command:
-            answer = await ctx.ui.request({"type": "tool_approval_request", "toolCallId": event.tool_call_id,
-                                           "toolName": event.tool_name, "tier": "exec", "identity": command,
-                                           "input": {"command": command}, "detail": "runs a shell command",
-                                           "timeout": 60000}, timeout_ms=60000)
-            ok = answer.get("type") == "tool_approval_response" and answer.get("approved") is True
-        else:
-            ok = await ctx.ui.select("Allow bash: " + command + "?", ["Approve", "Deny"]) == "Approve"
+        ok = await ctx.ui.select("Allow bash: " + command + "?", ["Approve", "Deny"]) == "Approve"
         return None if ok else {"block": True, "reason": "Denied from the page"}
 '''
 
 
 def test_approvals_are_answered_from_the_page(browser, home):
-    ext = os.path.join(home.root, "approve_ext.py")
-    with open(ext, "w") as f:
-        f.write(APPROVAL_EXTENSION)
+    """The session's approval policy (the web mode asks before commands: mode write) asks the phone with
+    typed frames: one call approved, one denied. Then pi's select form of an approval, from an extension."""
     script = home.faux_script([
         {"toolCalls": [{"name": "bash", "arguments": {"command": "echo typed-approval-ran"}}]},
-        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo select-approval-ran"}}]},
-        {"text": "Both ran."}])
-    with WebProc(home, "--provider", "faux", "--faux-script", script, "-e", ext) as w:
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo never-ran"}}]},
+        {"text": "One ran, one was denied."}])
+    with WebProc(home, "--provider", "faux", "--faux-script", script) as w:
         page = open_ui(browser, w, 390, 844, mobile=True)
         send_prompt(page, "run both")
         page.wait_for("document.querySelector('.card.approval h3')")
-        assert page.eval("document.querySelector('.card.approval h3').textContent") == "Approve bash?"
-        assert page.eval("document.querySelector('.card.approval pre').textContent") == "echo typed-approval-ran"
+        card = page.eval("(() => { const c = document.querySelector('.card.approval'); return {"
+                         "title: c.querySelector('h3').textContent, what: c.querySelector('pre.identity').textContent,"
+                         "buttons: [...c.querySelectorAll('.buttons button')].map(b => b.textContent)}; })()")
+        assert card == {"title": "Approve bash?", "what": "echo typed-approval-ran",
+                        "buttons": ["Approve", "For this session", "Always", "Deny"]}
         shot(page, "phone-approval")
         page.click(".card.approval .buttons button.primary")
-        page.wait_for("document.querySelector('.card.approval h3') && "
-                      "document.querySelector('.card.approval h3').textContent.startsWith('Allow bash')")
-        page.click(".card.approval .buttons button.primary")  # "Approve" of the select form
-        page.wait_for("!window.PiscesApp.state.busy && document.querySelectorAll('.tool.done').length === 2")
-        outputs = page.eval("[...document.querySelectorAll('.tool.done .result pre')].map(e => e.textContent)")
-        assert any("typed-approval-ran" in o for o in outputs) and any("select-approval-ran" in o for o in outputs)
+        page.wait_for("document.querySelector('.card.approval pre.identity') && "
+                      "document.querySelector('.card.approval pre.identity').textContent === 'echo never-ran'")
+        page.click(".card.approval .buttons button.danger")
+        page.wait_for("!window.PiscesApp.state.busy && document.querySelectorAll('.tool.done, .tool.failed').length === 2")
+        results = page.eval("[...document.querySelectorAll('.tool .result pre')].map(e => e.textContent)")
+        assert any("typed-approval-ran" in r for r in results)
+        assert any("denied" in r.lower() for r in results) and not any("never-ran\n" == r for r in results)
         assert page.eval("document.querySelectorAll('.card').length") == 0  # answered cards are gone
+        assert page.exceptions() == []
+    ext = os.path.join(home.root, "select_ext.py")
+    with open(ext, "w") as f:
+        f.write(SELECT_EXTENSION)
+    script = home.faux_script([{"toolCalls": [{"name": "bash", "arguments": {"command": "echo select-ran"}}]},
+                               {"text": "Ran."}], name="select.json")
+    with WebProc(home, "--provider", "faux", "--faux-script", script, "--yolo", "-e", ext) as w:
+        page = open_ui(browser, w, 390, 844, mobile=True)
+        send_prompt(page, "run it")
+        page.wait_for("document.querySelector('.card.approval h3')")
+        assert page.eval("document.querySelector('.card.approval h3').textContent") == "Allow bash: echo select-ran?"
+        page.click(".card.approval .buttons button.primary")  # "Approve" of the select form
+        page.wait_for("!window.PiscesApp.state.busy && document.querySelector('.tool.done')")
+        assert "select-ran" in page.eval("document.querySelector('.tool.done .result pre').textContent")
         assert page.exceptions() == []
 
 
@@ -197,7 +207,7 @@ def test_a_hostile_message_does_not_execute(browser, home):
     script = home.faux_script([
         {"toolCalls": [{"name": "bash", "arguments": {"command": "printf '<img src=y onerror=window.__pwned=1>'"}}]},
         {"text": HOSTILE}])
-    with WebProc(home, "--provider", "faux", "--faux-script", script) as w:
+    with WebProc(home, "--provider", "faux", "--faux-script", script, "--yolo") as w:
         page = open_ui(browser, w)
         send_prompt(page, "<img src=z onerror=\"window.__pwned='prompt'\"> <script>window.__pwned='p2'</script>")
         page.wait_for("!window.PiscesApp.state.busy && document.querySelectorAll('.msg.assistant .md').length >= 1 &&"

@@ -96,7 +96,7 @@ def test_first_answer_wins_and_the_others_are_told(home):
         f.write(DIALOG_EXTENSION)
     script = home.faux_script([{"toolCalls": [{"name": "bash", "arguments": {"command": "echo approved-run"}}]},
                                {"text": "done"}])
-    with WebProc(home, "--provider", "faux", "--faux-script", script, "--no-session", "-e", ext) as w:
+    with WebProc(home, "--provider", "faux", "--faux-script", script, "--no-session", "-e", ext, "--yolo") as w:
         a, b = w.ws(), w.ws()
         w.recv(a), w.recv(b)
         a.send(json.dumps({"id": "p", "type": "prompt", "message": "run it"}))
@@ -255,3 +255,36 @@ def test_web_pair_link_works_once(home):
         assert status == 200 and b'class="failed"' in body and b'class="failed" hidden' not in body
         status, _, body = w.http("/", {"Cookie": cookie})
         assert status == 200 and b"/static/app.js" in body
+
+
+def test_approvals_reach_every_client_in_its_form_and_the_first_answer_wins(home):
+    """The session's approval policy over the web host: a typed client and a pi-form client get the same
+    request (same id, same number), either may answer, and a client attaching meanwhile finds it waiting."""
+    script = home.faux_script([{"toolCalls": [{"name": "bash", "arguments": {"command": "echo from-approval"}}]},
+                               {"text": "done"}])
+    with WebProc(home, "--provider", "faux", "--faux-script", script, "--no-session") as w:
+        typed, plain = w.ws("approvals=typed"), w.ws()
+        w.recv(typed), w.recv(plain)
+        plain.send(json.dumps({"id": "p", "type": "prompt", "message": "run"}))
+        ask_t = w.until(typed, lambda f: f.get("type") == "tool_approval_request")[-1]
+        ask_p = w.until(plain, lambda f: f.get("type") == "extension_ui_request" and f.get("method") == "select")[-1]
+        assert ask_t["id"] == ask_p["id"] and ask_t["seq"] == ask_p["seq"]
+        assert ask_t["identity"] == {"kind": "shell", "command": "echo from-approval"} and ask_t["tier"] == "exec"
+        assert ask_p["options"] == ["Approve", "Deny"] and ask_p["title"].startswith("Allow tool: bash")
+        late = w.ws("approvals=typed")  # attaches while the request waits: it is in the snapshot
+        late_req = w.recv(late)["requests"]
+        assert [(r["type"], r["id"]) for r in late_req] == [("tool_approval_request", ask_t["id"])]
+        assert 0 < late_req[0]["timeout"] <= ask_t["timeout"]  # the time it has left
+        plain.send(json.dumps({"type": "extension_ui_response", "id": ask_p["id"], "value": "Approve"}))
+        typed.send(json.dumps({"type": "tool_approval_response", "id": ask_t["id"], "toolCallId": ask_t["toolCallId"],
+                               "approved": False}))  # too late: the first answer won
+        run_t = w.until(typed, lambda f: f.get("type") == "agent_settled")
+        assert any(f.get("type") == "tool_approval_cancel" and f["targetId"] == ask_t["id"] for f in run_t)
+        end = next(f for f in run_t if f.get("type") == "tool_execution_end")
+        assert not end["isError"] and "from-approval" in end["result"]["content"][0]["text"]
+        run_p = w.until(plain, lambda f: f.get("type") == "agent_settled")
+        assert any(f.get("method") == "cancel" and f["targetId"] == ask_p["id"] for f in run_p)
+        state = w.request(plain, {"type": "get_state"})["data"]
+        assert state["approval"]["mode"] == "write"  # the web mode asks before commands by default
+        for ws in (typed, plain, late):
+            ws.close()

@@ -13,7 +13,7 @@ Routes (GET only):
 Anything else without a valid cookie or bearer token is refused (401; ``/`` redirects to the login page).
 Each WebSocket message is one JSON object, the same frames as stdio: commands in; responses, events and
 requests out. ``/ws?since=N&stream=ID`` resumes after frame N of stream ID (``profile=`` sets the stream
-profile from the first frame on).
+profile from the first frame on, ``approvals=typed`` asks for typed approval frames).
 """
 
 from __future__ import annotations
@@ -259,7 +259,9 @@ class WebServer:
         since = int(since_text) if since_text is not None and since_text.isdigit() else None
         stream = (query.get("stream") or [None])[0]
         client = WebClient(self.host, conn, profile, self)
-        client.web = self
+        # ?approvals=typed: this client speaks the typed approval frames from its first frame on (the same as
+        # negotiate_protocol {"clientCapabilities": {"typedToolApprovals": 1}}, without a round trip)
+        client.typed_approvals = (query.get("approvals") or [""])[0] == "typed"
         self.clients.add(client)
         self.host.resume(client, stream, since)  # the missed frames or a snapshot, then the live tail
         pump = asyncio.ensure_future(client.pump())

@@ -15,7 +15,7 @@
   };
 
   function wsUrl() {
-    var q = 'profile=deltas';
+    var q = 'profile=deltas&approvals=typed';  // the approval cards speak the typed frames
     if (S.streamId && S.lastSeq !== null) q += '&since=' + S.lastSeq + '&stream=' + encodeURIComponent(S.streamId);
     return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws?' + q;
   }

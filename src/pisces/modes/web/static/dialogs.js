@@ -41,22 +41,43 @@
     return o.length >= 2 && /^(approve|allow)/i.test(String(o[0])) && /^(deny|block|reject)/i.test(String(o[o.length - 1]));
   }
 
+  function identityText(identity, input) {
+    if (typeof identity === 'string') return identity;
+    if (isObj(identity)) {
+      if (typeof identity.command === 'string') return identity.command;
+      if (typeof identity.path === 'string') return identity.path + (typeof identity.content === 'string' ? '\n\n' + identity.content : '');
+      if (Object.keys(identity).length > (identity.kind ? 1 : 0)) return R.pretty(identity);
+    }
+    return R.pretty(input);
+  }
+
+  var SCOPE_LABEL = { once: 'Approve', session: 'For this session', always: 'Always' };
+
   function showApproval(f) {
     if (S.requests[f.id]) return;
     var typed = f.type === 'tool_approval_request';
-    var title = typed ? 'Approve ' + str(f.toolName) + '?' : str(f.title);
+    var title = typed ? 'Approve ' + str(f.toolName) + '?' : str(f.title).split('\n')[0];
     var c = requestCard(f, 'card approval', title);
     if (typed) {
-      if (f.tier) add(c.body, el('div', 'note', 'tier: ' + f.tier + (f.detail ? ' · ' + (typeof f.detail === 'string' ? f.detail : '') : '')));
-      var identity = f.identity;
-      add(c.body, el('pre', null, typeof identity === 'string' ? identity : R.pretty(identity !== undefined ? identity : f.input)));
-      if (identity !== undefined && f.input !== undefined) {
-        var more = add(el('details'), el('summary', null, 'arguments'), el('pre', null, R.pretty(f.input)));
-        add(c.body, more);
-      }
-      c.button('Approve', 'primary', function () { return { type: 'tool_approval_response', toolCallId: f.toolCallId, approved: true }; });
+      var waiting = S.cards[f.toolCallId];
+      if (waiting) waiting.stateEl.textContent = 'needs approval';
+      var detail = isObj(f.detail) ? f.detail : {};
+      var why = [f.tier ? 'tier: ' + f.tier : '', str(detail.reason)].filter(Boolean).join(' · ');
+      if (why) add(c.body, el('div', 'note', why));
+      if (detail.dangerous) add(c.body, el('div', 'error', 'Known dangerous: ' + (typeof detail.dangerous === 'string' ? detail.dangerous : R.pretty(detail.dangerous))));
+      add(c.body, el('pre', 'identity', identityText(f.identity, f.input)));
+      if (f.input !== undefined) add(c.body, add(el('details'), el('summary', null, 'arguments'), el('pre', null, R.pretty(f.input))));
+      var scopes = Array.isArray(f.scopes) && f.scopes.length ? f.scopes : ['once'];
+      scopes.forEach(function (scope, i) {
+        if (!SCOPE_LABEL[scope]) return;
+        c.button(SCOPE_LABEL[scope], i === 0 ? 'primary' : null, function () {
+          return { type: 'tool_approval_response', toolCallId: f.toolCallId, approved: true, scope: scope };
+        });
+      });
       c.button('Deny', 'danger', function () { return { type: 'tool_approval_response', toolCallId: f.toolCallId, approved: false }; });
     } else {
+      var rest = str(f.title).split('\n').slice(1).join('\n');
+      if (rest) add(c.body, el('pre', 'identity', rest));
       (f.options || []).forEach(function (o, i) {
         c.button(String(o), i === 0 ? 'primary' : (i === f.options.length - 1 ? 'danger' : null), function () { return { value: String(o) }; });
       });
