@@ -179,7 +179,7 @@ def test_snapshot_when_the_buffer_no_longer_reaches_back(home, server):
         final = next(f for f in after if f.get("type") == "message_end" and f["message"]["role"] == "assistant")
         assert partial + deltas(after) == text_of(final["message"]) == "".join(words)
         # a client from another stream (a restarted server) gets a snapshot too
-        a3 = w.ws(f"since=3&stream=0000000000000000")
+        a3 = w.ws("since=3&stream=0000000000000000")
         assert w.recv(a3)["reason"] == "stream"
         for ws in (a2, a3, b):
             ws.close()
