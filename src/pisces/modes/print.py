@@ -41,18 +41,16 @@ def collect_prompts(messages: list[str]) -> list[str]:
 
 
 async def _run(args: Any, json_events: bool, received: list[int]) -> int:
-    from pisces.core.sdk import SessionConfigError, open_session_from_args
     from pisces.modes import signals
+    from pisces.modes.entry import open_session_or_report
 
     prompts = collect_prompts(args.messages)
     if not prompts:
         sys.stderr.write("pisces: no prompt given: pass it as an argument or pipe it on stdin\n")
         return 2
-    try:
-        session = await open_session_from_args(args)
-    except SessionConfigError as exc:
-        sys.stderr.write(f"pisces: {exc}\n")
-        return exc.exit_code
+    session = await open_session_or_report(args)
+    if isinstance(session, int):
+        return session
     writer = FrameWriter.take_stdout() if json_events else None
     if writer is not None:
         writer.profile = getattr(args, "stream_profile", None) or writer.profile

@@ -10,17 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import sys
 from typing import Any
 
-
-def _take_stdout() -> int:
-    sys.stdout.flush()
-    fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return fd
+from pisces.modes.entry import run_and_exit, start_up_done, take_stdout
 
 
 async def _serve(args: Any, out_fd: int) -> int:
@@ -32,8 +25,7 @@ async def _serve(args: Any, out_fd: int) -> int:
 
     # The SDK's thousands of schema classes live as long as the process: no cycle search over them, during
     # the import (run_acp paused the collector) or ever after.
-    gc.freeze()
-    gc.enable()
+    start_up_done()
 
     if args.faux_script:  # refuse a bad script at start-up, as the other modes do
         from pisces.ai.providers import faux
@@ -79,19 +71,6 @@ async def _serve(args: Any, out_fd: int) -> int:
 
 
 def run_acp(args: Any) -> int:
-    out_fd = _take_stdout()
+    out_fd = take_stdout()
     gc.disable()
-    try:
-        code = asyncio.run(_serve(args, out_fd))
-    except KeyboardInterrupt:
-        code = 130
-    except Exception:  # noqa: BLE001 - a bug: report it, then still leave through os._exit below
-        import traceback
-
-        traceback.print_exc()
-        code = 1
-    from pisces.modes.signals import kill_tool_processes
-
-    kill_tool_processes()  # whatever the shutdown could not stop in time (no-op when nothing runs)
-    sys.stderr.flush()
-    os._exit(code)  # the stdin reader thread may still sit in a blocking read
+    run_and_exit(lambda: _serve(args, out_fd))

@@ -8,9 +8,9 @@ Frames are encoded by the stream encoder (``pisces.modes.stream_encoding``) for 
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
+from pisces.modes.entry import take_stdout
 from pisces.modes.stream_encoding import FULL, StreamEncoder
 
 
@@ -25,11 +25,7 @@ class FrameWriter:
     @classmethod
     def take_stdout(cls) -> "FrameWriter":
         """Claim the process's stdout for protocol frames and send everything else written to fd 1 to stderr."""
-        sys.stdout.flush()
-        fd = os.dup(1)
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
-        return cls(fd)
+        return cls(take_stdout())
 
     def write(self, obj: Any) -> None:
         """Encode ``obj`` for this writer's profile and write it as one line. Raises when it cannot be

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import sys
 from typing import Any
 
+from pisces.modes.entry import open_session_or_report, run_and_exit, start_up_done
 from pisces.modes.web.auth import MIN_TOKEN_CHARS, is_loopback
 
 
@@ -44,14 +44,27 @@ def host_options(session: Any) -> dict[str, Any]:
     return out
 
 
+def new_host(session: Any) -> Any:
+    """The host that serves ``session`` to browsers (and, with ``--web``, beside the stdio client)."""
+    from pisces.modes.host import Host
+
+    return Host(session, resumable=True, **host_options(session))
+
+
 async def start_web(host: Any, args: Any, *, announce: Any) -> Any:
-    """Bind and start serving ``host`` to browsers; prints where (through ``announce``)."""
+    """Bind and start serving ``host`` to browsers; prints where (through ``announce``). None, after saying
+    why on stderr, when it cannot listen."""
     from pisces.modes.web.server import WebServer
 
     bind = args.host or "127.0.0.1"
     web = WebServer(host, bind=bind, port=args.port or 0, token=web_token(args),
                     origins=tuple(args.web_origins or ()))
-    await web.start()
+    try:
+        await web.start()
+    except OSError as exc:
+        sys.stderr.write(f"pisces: cannot listen on {args.host or '127.0.0.1'}:{args.port or 0}: "
+                         f"{exc.strerror or exc}\n")
+        return None
     if not is_loopback(bind):
         announce(f"warning: listening on {bind}:{web.port}, reachable from the network, without TLS; "
                  "only the pairing link or the token lets anyone in")
@@ -62,17 +75,12 @@ async def start_web(host: Any, args: Any, *, announce: Any) -> Any:
 
 
 async def _serve_web(args: Any) -> int:
-    from pisces.core.sdk import SessionConfigError, open_session_from_args
-    from pisces.modes.host import Host
-
-    try:
-        session = await open_session_from_args(args)
-    except SessionConfigError as exc:
-        sys.stderr.write(f"pisces: {exc}\n")
-        return exc.exit_code
+    session = await open_session_or_report(args)
+    if isinstance(session, int):
+        return session
     from pisces.modes import signals
 
-    host = Host(session, resumable=True, **host_options(session))
+    host = new_host(session)
     stop = asyncio.Event()
     host.on_shutdown_request = stop.set
     ended_by: list[int] = []
@@ -82,15 +90,11 @@ async def _serve_web(args: Any) -> int:
             await session.hooks.start("startup")
         except Exception as exc:  # noqa: BLE001 - the session still serves
             sys.stderr.write(f"pisces: extension start-up failed: {exc}\n")
-    try:
-        web = await start_web(host, args, announce=lambda text: print(f"pisces web: {text}", flush=True))
-    except OSError as exc:
-        sys.stderr.write(f"pisces: cannot listen on {args.host or '127.0.0.1'}:{args.port or 0}: "
-                         f"{exc.strerror or exc}\n")
+    web = await start_web(host, args, announce=lambda text: print(f"pisces web: {text}", flush=True))
+    if web is None:
         await host.shutdown()
         return 1
-    gc.freeze()
-    gc.enable()
+    start_up_done()
     try:
         await stop.wait()
     finally:
@@ -101,13 +105,4 @@ async def _serve_web(args: Any) -> int:
 
 
 def run_web(args: Any) -> int:
-    try:
-        code = asyncio.run(_serve_web(args))
-    except KeyboardInterrupt:
-        code = 130
-    from pisces.modes.signals import kill_tool_processes
-
-    kill_tool_processes()  # whatever the shutdown could not stop in time
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    run_and_exit(lambda: _serve_web(args))
