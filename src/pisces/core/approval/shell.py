@@ -69,21 +69,43 @@ def normalize(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Segments
 # ---------------------------------------------------------------------------------------------
+def _skip_quoted(text: str, i: int, nested: list[str]) -> int:
+    """The index just after the escape, single- or double-quoted string that starts at ``i`` (substitutions
+    inside a double-quoted one are added to ``nested``), or -1 when none starts there."""
+    c = text[i]
+    if c == "\\":
+        return i + 2
+    if c == "'":
+        j = text.find("'", i + 1)
+        return len(text) if j < 0 else j + 1
+    if c == '"':
+        return _close_quote(text, i + 1, nested) + 1
+    return -1
+
+
+def _skip_substitution(text: str, i: int, nested: list[str], openers: str = "$") -> int:
+    """The index just after the ``$(…)`` (or ``<(…)``/``>(…)``, as ``openers`` allows) or backtick
+    substitution that starts at ``i``, whose inside is added to ``nested``; -1 when none starts there."""
+    if text[i] in openers and text.startswith("(", i + 1):
+        end = _close_paren(text, i + 2)
+        nested.append(text[i + 2:end])
+        return end + 1
+    if text[i] == "`":
+        end = _close_backtick(text, i + 1)
+        nested.append(text[i + 1:end])
+        return end + 1
+    return -1
+
+
 def _close_paren(text: str, start: int) -> int:
     """The index of the ``)`` closing the ``(`` just before ``start`` (len(text) when unbalanced)."""
     depth, i, n = 1, start, len(text)
     while i < n:
+        after = _skip_quoted(text, i, [])
+        if after >= 0:
+            i = after
+            continue
         c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "'":
-            j = text.find("'", i + 1)
-            i = n if j < 0 else j + 1
-            continue
-        if c == '"':
-            i = _close_quote(text, i + 1, []) + 1
-            continue
         if c == "(":
             depth += 1
         elif c == ")":
@@ -117,17 +139,8 @@ def _close_quote(text: str, start: int, nested: list[str]) -> int:
             continue
         if c == '"':
             return i
-        if c == "$" and text.startswith("$(", i):
-            end = _close_paren(text, i + 2)
-            nested.append(text[i + 2:end])
-            i = end + 1
-            continue
-        if c == "`":
-            end = _close_backtick(text, i + 1)
-            nested.append(text[i + 1:end])
-            i = end + 1
-            continue
-        i += 1
+        after = _skip_substitution(text, i, nested)
+        i = after if after >= 0 else i + 1
     return n
 
 
@@ -143,28 +156,13 @@ def _split(text: str) -> tuple[list[str], list[str]]:
             parts.append(piece)
 
     while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
+        after = _skip_quoted(text, i, nested)
+        if after < 0:  # $(…), <(…), >(…), `…`: a command inside a command
+            after = _skip_substitution(text, i, nested, "$<>")
+        if after >= 0:
+            i = after
             continue
-        if c == "'":
-            j = text.find("'", i + 1)
-            i = n if j < 0 else j + 1
-            continue
-        if c == '"':
-            i = _close_quote(text, i + 1, nested) + 1
-            continue
-        if c in "$<>" and text.startswith("(", i + 1):  # $(…), <(…), >(…): a command inside a command
-            end = _close_paren(text, i + 2)
-            nested.append(text[i + 2:end])
-            i = end + 1
-            continue
-        if c == "`":
-            end = _close_backtick(text, i + 1)
-            nested.append(text[i + 1:end])
-            i = end + 1
-            continue
-        if c in _SEPARATORS:
+        if text[i] in _SEPARATORS:
             cut(i)
             start = i + 1
         i += 1
