@@ -229,6 +229,32 @@ async def test_a_failing_handler_is_reported_and_the_others_still_run(tmp_path, 
                                                                                    "turn handler broke")]
 
 
+async def test_a_failing_handler_in_a_chain_is_reported_and_the_chain_goes_on(tmp_path, faux):
+    def failing(event_type):
+        def boom(event):
+            raise RuntimeError(f"{event_type} handler broke")
+        return boom
+
+    def broken(pi):
+        for event_type in ("input", "before_agent_start", "context"):
+            pi.on(event_type, failing(event_type))
+
+    def fine(pi):
+        pi.on("input", lambda e: {"action": "transform", "text": e.text.upper()})
+        pi.on("before_agent_start", lambda e: {"systemPrompt": e.systemPrompt + "\nRULE"})
+        pi.on("context", lambda e: {"messages": e.messages + [UserMessage(content="added by context")]})
+
+    session, rec = await make(tmp_path, broken, fine)
+    faux.enqueue({"text": "ok"})
+    await session.prompt("hello")
+    req = faux.requests[0]
+    assert [texts(m) for m in req.messages] == ["HELLO", "added by context"]
+    assert req.systemPrompt.endswith("\nRULE")
+    assert [(e["event"], e["error"]) for e in rec.of_type("extension_error")] == [
+        ("input", "input handler broke"), ("before_agent_start", "before_agent_start handler broke"),
+        ("context", "context handler broke")]
+
+
 async def test_agent_event_handlers_run_before_the_session_sees_the_event(tmp_path, faux):
     order = []
 

@@ -20,7 +20,7 @@ the call is also blocked (fail closed).
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Callable
 
 from pisces.core.extensions.api import CommandDefinition, Event, Extension, Runtime, ToolDefinition, pick
 
@@ -111,6 +111,19 @@ class ExtensionRunner:
             result = await result
         return result
 
+    async def _answers(self, event_type: str, make_event: Callable[[], Any], ctx: Any
+                       ) -> AsyncIterator[tuple[Extension, Any]]:
+        """(extension, answer) of each handler of ``event_type`` in turn, each given ``make_event()`` as it is
+        when its turn comes (so a chain sees what the handlers before it changed). A handler that raises is
+        reported and skipped; the others still run."""
+        for ext, fn, nargs, _name in self._handlers(event_type):
+            try:
+                out = await self._call(fn, nargs, make_event(), ctx)
+            except Exception as exc:  # noqa: BLE001 - reported, and the others still run
+                self.emit_error(ext.path, event_type, exc, ext.kind)
+                continue
+            yield ext, out
+
     def _event(self, name: str, event: dict[str, Any]) -> Event:
         ev = Event(event)
         if ev.get("type") != name:
@@ -160,12 +173,7 @@ class ExtensionRunner:
         current = self._event("tool_result", event)
         changed = False
         ctx = self.make_context()
-        for ext, fn, nargs, _name in self._handlers("tool_result"):
-            try:
-                out = await self._call(fn, nargs, current, ctx)
-            except Exception as exc:  # noqa: BLE001
-                self.emit_error(ext.path, "tool_result", exc, ext.kind)
-                continue
+        async for _ext, out in self._answers("tool_result", lambda: current, ctx):
             if not out:
                 continue
             for key, names in (("content", ("content",)), ("details", ("details",)),
@@ -187,13 +195,11 @@ class ExtensionRunner:
         """("continue" | "transform" | "handled", text, images)."""
         current_text, current_images = text, images
         ctx = self.make_context()
-        for ext, fn, nargs, _name in self._handlers("input"):
-            try:
-                event = {"type": "input", "text": current_text, "images": current_images, "source": source}
-                out = await self._call(fn, nargs, Event(event), ctx)
-            except Exception as exc:  # noqa: BLE001
-                self.emit_error(ext.path, "input", exc, ext.kind)
-                continue
+
+        def event() -> Event:
+            return Event({"type": "input", "text": current_text, "images": current_images, "source": source})
+
+        async for _ext, out in self._answers("input", event, ctx):
             action = pick(out, "action")
             if action == "handled":
                 return "handled", current_text, current_images
@@ -215,13 +221,11 @@ class ExtensionRunner:
         current = system_prompt
         modified = False
         ctx = make_context(lambda: current)
-        for ext, fn, nargs, _name in self._handlers("before_agent_start"):
-            try:
-                event = {"type": "before_agent_start", "prompt": prompt, "images": images, "systemPrompt": current}
-                out = await self._call(fn, nargs, Event(event), ctx)
-            except Exception as exc:  # noqa: BLE001
-                self.emit_error(ext.path, "before_agent_start", exc, ext.kind)
-                continue
+
+        def event() -> Event:
+            return Event({"type": "before_agent_start", "prompt": prompt, "images": images, "systemPrompt": current})
+
+        async for _ext, out in self._answers("before_agent_start", event, ctx):
             message = pick(out, "message")
             if message:
                 messages.append(message)
@@ -233,12 +237,7 @@ class ExtensionRunner:
 
     async def _chain(self, event_type: str, key: str, value: Any, replace_whole: bool) -> Any:
         ctx = self.make_context()
-        for ext, fn, nargs, _name in self._handlers(event_type):
-            try:
-                out = await self._call(fn, nargs, Event({"type": event_type, key: value}), ctx)
-            except Exception as exc:  # noqa: BLE001
-                self.emit_error(ext.path, event_type, exc, ext.kind)
-                continue
+        async for _ext, out in self._answers(event_type, lambda: Event({"type": event_type, key: value}), ctx):
             if replace_whole:
                 if out is not None:
                     value = out
@@ -256,12 +255,7 @@ class ExtensionRunner:
 
     async def emit_user_bash(self, event: dict[str, Any]) -> Any:
         ctx = self.make_context()
-        for ext, fn, nargs, _name in self._handlers("user_bash"):
-            try:
-                out = await self._call(fn, nargs, Event(event), ctx)
-            except Exception as exc:  # noqa: BLE001
-                self.emit_error(ext.path, "user_bash", exc, ext.kind)
-                continue
+        async for _ext, out in self._answers("user_bash", lambda: Event(event), ctx):
             if out:
                 return out
         return None
@@ -269,13 +263,8 @@ class ExtensionRunner:
     async def emit_resources_discover(self, cwd: str, reason: str) -> dict[str, list[tuple[str, str]]]:
         found: dict[str, list[tuple[str, str]]] = {"skillPaths": [], "promptPaths": [], "themePaths": []}
         ctx = self.make_context()
-        for ext, fn, nargs, _name in self._handlers("resources_discover"):
-            try:
-                out = await self._call(fn, nargs, Event({"type": "resources_discover", "cwd": cwd,
-                                                         "reason": reason}), ctx)
-            except Exception as exc:  # noqa: BLE001
-                self.emit_error(ext.path, "resources_discover", exc, ext.kind)
-                continue
+        event = {"type": "resources_discover", "cwd": cwd, "reason": reason}
+        async for ext, out in self._answers("resources_discover", lambda: Event(event), ctx):
             for key, snake in (("skillPaths", "skill_paths"), ("promptPaths", "prompt_paths"),
                                ("themePaths", "theme_paths")):
                 for path in pick(out, key, snake) or []:
