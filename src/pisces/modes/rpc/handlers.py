@@ -295,20 +295,22 @@ def h_navigate_tree(server: Any, cmd: dict) -> Any:
 
 
 def h_set_entry_label(server: Any, cmd: dict) -> Any:
-    target = _opt_str(cmd, "targetId") or _opt_str(cmd, "entryId")
+    return _label_entry(server, cmd, "set_entry_label", "targetId", "entryId")
+
+
+def _label_entry(server: Any, cmd: dict, command: str, key: str, other_key: str) -> Any:
+    """set_entry_label and later pi's set_label: one command under two names, each naming the entry by its
+    own key first (either key is taken)."""
+    target = _opt_str(cmd, key) or _opt_str(cmd, other_key)
     if not target:
-        raise RpcError("set_entry_label needs 'targetId'")
+        raise RpcError(f"{command} needs '{key}'")
     server.session.set_entry_label(target, _opt_str(cmd, "label"))
     return NO_DATA
 
 
 # -- later pi's names and shapes -----------------------------------------------------------------
 def h_set_label(server: Any, cmd: dict) -> Any:
-    target = _opt_str(cmd, "entryId") or _opt_str(cmd, "targetId")
-    if not target:
-        raise RpcError("set_label needs 'entryId'")
-    server.session.set_entry_label(target, _opt_str(cmd, "label"))
-    return NO_DATA
+    return _label_entry(server, cmd, "set_label", "entryId", "targetId")
 
 
 def h_get_tree(server: Any, cmd: dict) -> Any:
