@@ -417,6 +417,14 @@ class Settings:
                     target[key] = section
                 section[nested] = value
 
+    def _global_on_disk(self) -> dict[str, Any]:
+        """The global file as it is on disk now ({} when there is none); raises when it cannot be read or
+        parsed. Callers hold the file's lock: they write back what they change."""
+        try:
+            return _parse(read_text(self.global_path, CONFIG_MAX_BYTES))
+        except FileNotFoundError:
+            return {}
+
     def update_global(self, key: str, nested: str | None, change: Any) -> Any:
         """Read-modify-write one global value under the file's lock: ``change(value on disk)`` (None when
         absent) returns the new value, or raises to change nothing. Unlike the setters, a file that cannot be
@@ -429,9 +437,7 @@ class Settings:
             try:
                 with FileLock(self.global_path):
                     try:
-                        on_disk = _parse(read_text(self.global_path, CONFIG_MAX_BYTES))
-                    except FileNotFoundError:
-                        on_disk = {}
+                        on_disk = self._global_on_disk()
                     except (OSError, UnicodeDecodeError, ValueError) as exc:
                         raise SettingsWriteError(f"could not read {self.global_path}: {exc}") from None
                     section = on_disk.get(key) if nested is not None else on_disk
@@ -460,10 +466,7 @@ class Settings:
             try:
                 # pi's protocol: lock, re-read, change only these keys, write; another process's keys survive
                 with FileLock(self.global_path):
-                    try:
-                        on_disk = _parse(read_text(self.global_path, CONFIG_MAX_BYTES))
-                    except FileNotFoundError:
-                        on_disk = {}
+                    on_disk = self._global_on_disk()
                     self._apply(on_disk, unsaved)
                     _save(self.global_path, dumps_js(on_disk))
                 self._unsaved = []
