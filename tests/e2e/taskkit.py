@@ -35,10 +35,7 @@ def make_repo(path: str, files: dict[str, str] | None = None) -> str:
     git(path, "config", "user.email", "dev@example.com")
     git(path, "config", "user.name", "Dev")
     for name, text in (files or {"app.txt": "alpha\nbeta\ngamma\n"}).items():
-        full = os.path.join(path, name)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, "w") as f:
-            f.write(text)
+        write(os.path.join(path, name), text)
     git(path, "add", "-A")
     git(path, "commit", "-qm", "base")
     return path
