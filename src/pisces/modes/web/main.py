@@ -11,10 +11,6 @@ from pisces.modes.entry import open_session_or_report, run_and_exit, start_up_do
 from pisces.modes.web.auth import MIN_TOKEN_CHARS, is_loopback
 
 
-class WebConfigError(Exception):
-    pass
-
-
 def check_args(args: Any) -> str | None:
     """The reason these flags cannot start a server, or None. A non-loopback --host needs a token."""
     token = web_token(args)
