@@ -19,7 +19,7 @@ from hostile_wires import SSE_HEADERS, WIRES, Wire
 from provider_helpers import collect, final, kinds
 from scripted_server import Reply, Stall
 
-from pisces.ai.providers._limits import MAX_ERROR_BODY_BYTES, MAX_ERROR_MESSAGE_CHARS, MB
+from pisces.ai.providers._limits import MAX_ERROR_MESSAGE_CHARS, MB
 from pisces.ai.types import Context, StreamOptions, TextContent, ToolCall, ToolResultMessage, UserMessage
 
 TIMEOUT = 60.0

@@ -9,7 +9,6 @@ processes, and answers permission requests as the test says. It advertises fs an
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 from contextlib import asynccontextmanager

@@ -9,7 +9,6 @@ started yet are reported as "Cancelled before start".
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import time
 from typing import Any

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import re
 import shutil
 import signal as _signal
 import sys
