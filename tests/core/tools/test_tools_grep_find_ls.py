@@ -168,3 +168,41 @@ def test_collation_matches_icu_on_common_names():
                 "0a", "9a", "a b", "a_b", "a-b", "a.b", "a1", "a10", "a2", "aa", "ab", "B", "ea", "éa", "fa",
                 "file_1.txt", "file-1.txt", "file.txt", "file1.txt", "File2.txt", "ss", "ß", "st", "za"]
     assert sorted(reversed(expected), key=collation_key) == expected
+
+
+# -- the string fast path of simple globs gives RE2's answers --------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from pisces.core.tools._walk import Glob  # noqa: E402
+
+_SIMPLE_GLOBS = ["*.py", "*.PY", "a*", "A*", "abc", "k*", "*k", "*.p", "*/a", "a/*", "ss*", "*.test.ts"]
+# slashes, case, the Kelvin sign and long s (RE2 folds them to k and s), sharp s, an undecodable name
+_NAME_PIECES = ["a", "A", "b", ".", "/", "py", "PY", "K", "k", "\u212a", "\u017f", "s", "\u00df", "\udcff", "x",
+                ".test.ts"]
+
+
+@pytest.mark.parametrize("pattern", _SIMPLE_GLOBS)
+@pytest.mark.parametrize("ignore_case", [False, True])
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.sampled_from(_NAME_PIECES), max_size=8))
+def test_simple_globs_match_as_re2_does(pattern, ignore_case, pieces):
+    glob = Glob(pattern, ignore_case=ignore_case)
+    assert glob._simple is not None  # these take the string path
+    name = "".join(pieces)
+    assert glob.match(name) == (glob._full(name.encode("utf-8", "replace")) is not None)
+
+
+@pytest.mark.parametrize("pattern", ["*a*b", "**/*.py", "[ab].py", "?.py", "{a,b}.py", "a\\*", "*.py*", "é*"])
+def test_other_globs_stay_on_re2(pattern):
+    assert Glob(pattern)._simple is None
+
+
+def test_find_matches_simple_globs_against_names_and_their_directories(tmp_path):
+    from pisces.core.tools.find import match_paths
+
+    files = ["a.py", "b.PY", "sub/c.py", "sub/d.txt", "sub/deeper/e.py", "x.py.bak"]
+    assert match_paths(files, str(tmp_path), "*.py") == ["a.py", "b.PY", "sub/c.py", "sub/deeper/e.py"]
+    assert match_paths(files, str(tmp_path), "*.PY") == ["b.PY"]
+    assert match_paths(files, str(tmp_path), "sub") == ["sub/"]
