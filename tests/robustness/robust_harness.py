@@ -143,8 +143,17 @@ def expected_reply(raw: bytes) -> str:
 # ------------------------------------------------------------------------------------------------
 # The process
 # ------------------------------------------------------------------------------------------------
+def default_signals() -> None:
+    """``preexec_fn`` for a spawned agent: SIGINT, SIGHUP and SIGTERM at their defaults, whatever the test run
+    inherited (a suite started in the background of a script has SIGINT ignored, one under nohup SIGHUP, and
+    pisces rightly keeps a signal ignored that it was started with)."""
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 class Agent:
-    def __init__(self, args: list[str], *, home: str, cwd: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, args: list[str], *, home: str, cwd: str, env: dict[str, str] | None = None,
+                 inherit_signals: bool = False) -> None:
         os.makedirs(home, exist_ok=True)
         os.makedirs(cwd, exist_ok=True)
         full_env = agent_env(home)
@@ -152,7 +161,8 @@ class Agent:
         self.stderr_path = os.path.join(home, f"stderr-{time.monotonic_ns()}.txt")
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen([*PISCES, "--mode", "rpc", *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self._stderr, env=full_env, cwd=cwd)
+                                     stdout=subprocess.PIPE, stderr=self._stderr, env=full_env, cwd=cwd,
+                                     preexec_fn=None if inherit_signals else default_signals)
         self.pid = self.proc.pid
         self.frames: list[dict[str, Any]] = []
         self.violations: list[str] = []

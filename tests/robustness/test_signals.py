@@ -23,7 +23,7 @@ import time
 import pytest
 
 from proc_table import descendants, in_groups, live_processes
-from robust_harness import Agent, agent_env, strict_frame, write_faux_script
+from robust_harness import Agent, agent_env, default_signals, strict_frame, write_faux_script
 
 SLEEPER = "sleep 30 & sleep 31; wait"
 EXIT_TIMEOUT = 15.0  # only bounds a hang: a clean exit takes well under a second
@@ -120,7 +120,8 @@ def test_rpc_sighup_ignored_at_start_stays_ignored(tmp_path):
     script = write_faux_script(str(tmp_path / "script.json"), [{"text": "x"}], loop=False)
     old = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # inherited by the child, as nohup does it
     try:
-        agent = Agent(["--provider", "faux", "--faux-script", script], home=home, cwd=str(tmp_path / "work"))
+        agent = Agent(["--provider", "faux", "--faux-script", script], home=home, cwd=str(tmp_path / "work"),
+                      inherit_signals=True)
     finally:
         signal.signal(signal.SIGHUP, old)
     try:
@@ -143,7 +144,7 @@ def test_print_and_json_modes_clean_up_on_a_signal(tmp_path, mode, signum):
     argv = [sys.executable, "-m", "pisces", "--provider", "faux", "--faux-script", script]
     argv += ["--mode", "json", "sleep"] if mode == "json" else ["-p", "sleep"]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=agent_env(home), cwd=str(work))
+                            env=agent_env(home), cwd=str(work), preexec_fn=default_signals)
     try:
         kids = wait_descendants(proc.pid, 3, timeout=30)
         assert len(kids) >= 3, f"the tool's processes did not start: {kids}"
