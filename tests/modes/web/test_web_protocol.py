@@ -201,13 +201,16 @@ def test_stdio_and_two_browsers_on_one_session(home):
             users = [f for f in run if f.get("type") == "message_end" and f["message"]["role"] == "user"]
             assert users[0]["message"]["content"][0]["text"] == "from the terminal"
         # a browser prompts: stdio sees the run, and not the browser's response
+        # (the option is answered before the browser prompts: stdin and the WebSocket are two channels, and
+        # nothing orders one's line before the other's message)
         start = len(w.stdout_lines)
         w.stdio_send({"id": "opt", "type": "set_stream_options", "seq": True})
+        opt = w.stdio_until(lambda f: f.get("id") == "opt", start=start)[-1]
+        assert opt["data"]["seq"] is True
+        start = len(w.stdout_lines)
         a.send(json.dumps({"id": "w1", "type": "prompt", "message": "from the phone"}))
         stdio_run = w.stdio_until(lambda f: f.get("type") == "agent_settled", start=start)
         assert not any(f.get("id") == "w1" for f in stdio_run)
-        opt = next(f for f in stdio_run if f.get("id") == "opt")
-        assert opt["data"]["seq"] is True
         browser_run = w.until(b, lambda f: f.get("type") == "agent_settled")
         # once stdio asked for numbers, its frames carry the browsers' numbers
         stdio_seq = {f["seq"]: f["type"] for f in stdio_run if "seq" in f}
