@@ -34,11 +34,12 @@ async def test_load_replays_the_conversation_with_tool_calls_before_its_response
     editor = Editor()
     async with running(home, editor, "--provider", "faux") as conn:
         loaded = await asyncio.wait_for(conn.load_session(cwd=home.cwd, session_id=sid, mcp_servers=[]), HANG)
-        answered = len(editor.wire)
         await editor.wait_for(lambda: editor.of("available_commands_update", sid))
     assert loaded is not None and loaded.modes.current_mode_id == "default"
-    raw = next(m for d, m in editor.wire if d == "in" and m.get("id") is not None and "result" in m
-               and "modes" in (m["result"] or {}))
+    # where the load's response sits on the wire (notifications written after it may already have been read
+    # when load_session returns, so the position is taken from the wire, not from the moment of the return)
+    answered, raw = next((i, m) for i, (d, m) in enumerate(editor.wire)
+                         if d == "in" and m.get("id") is not None and "result" in m and "modes" in (m["result"] or {}))
     assert isinstance(raw["result"], dict)  # ACP-LOAD-003: an object, not null
     replayed = [m for d, m in editor.wire[:answered] if d == "in" and m.get("method") == "session/update"]
     kinds = [m["params"]["update"]["sessionUpdate"] for m in replayed]
