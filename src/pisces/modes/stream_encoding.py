@@ -111,31 +111,36 @@ class StreamEncoder:
     def encode_parts(self, obj: Any, profile: str = FULL) -> list[Any]:
         """One frame as the byte strings that make it up, in order (for ``os.writev``): a full-profile
         ``message_update`` lists its one encoded snapshot twice instead of copying it into a new buffer."""
-        if profile not in PROFILES:
-            raise ValueError(f"unknown stream profile {profile!r}: use one of {', '.join(PROFILES)}")
+        _check_profile(profile)
         parts = _update_parts(obj)
         if parts is None or profile != FULL or parts[0].partial is not parts[1]:
             return [self.encode(obj, profile)]
         ame, message = parts
+        event_buf = self._event_fields(ame)
+        if event_buf is None:
+            return [self.encode(obj, profile)]
+        snapshot = bytearray()
+        self.append(message, snapshot)
+        return [_UPDATE_HEAD, memoryview(event_buf)[:-1], _PARTIAL_KEY, snapshot, b"}", _MESSAGE_KEY, snapshot,
+                b"}\n"]
+
+    def _event_fields(self, ame: Any) -> bytearray | None:
+        """The assistantMessageEvent encoded without its ``partial`` (the snapshot is spliced in by the caller);
+        None when the encoding is not an object that can be spliced."""
+        partial = ame.partial
         try:
             ame.partial = UNSET
             event_buf = bytearray()
             self.append(ame, event_buf)
         finally:
-            ame.partial = message
-        if not event_buf.endswith(b"}"):
-            return [self.encode(obj, profile)]
-        snapshot = bytearray()
-        self.append(message, snapshot)
-        del event_buf[-1]
-        return [_UPDATE_HEAD, event_buf, _PARTIAL_KEY, snapshot, b"}", _MESSAGE_KEY, snapshot, b"}\n"]
+            ame.partial = partial
+        return event_buf if event_buf.endswith(b"}") else None
 
     # -- several profiles at once ------------------------------------------------------------
     def encode_profiles(self, obj: Any, profiles: Iterable[str]) -> dict[str, bytes]:
         wanted = tuple(dict.fromkeys(profiles))
         for p in wanted:
-            if p not in PROFILES:
-                raise ValueError(f"unknown stream profile {p!r}: use one of {', '.join(PROFILES)}")
+            _check_profile(p)
         parts = _update_parts(obj)
         if parts is None:
             buf = bytearray()
@@ -147,13 +152,8 @@ class StreamEncoder:
 
     def _encode_update(self, obj: Any, ame: Any, message: Any, wanted: tuple[str, ...]) -> dict[str, bytes]:
         partial = ame.partial
-        try:
-            ame.partial = UNSET  # the event's own fields, once, without the snapshot
-            event_buf = bytearray()
-            self.append(ame, event_buf)
-        finally:
-            ame.partial = partial
-        if not event_buf.endswith(b"}"):  # cannot splice: write it the plain way
+        event_buf = self._event_fields(ame)  # the event's own fields, once, without the snapshot
+        if event_buf is None:  # cannot splice: write it the plain way
             buf = bytearray()
             self.append(obj, buf)
             buf += b"\n"
@@ -178,6 +178,11 @@ class StreamEncoder:
                 out[FULL] = b"".join((_UPDATE_HEAD, memoryview(event_buf)[:-1], _PARTIAL_KEY, partial_bytes,
                                       b"}", _MESSAGE_KEY, snapshot, b"}\n"))
         return out
+
+
+def _check_profile(profile: str) -> None:
+    if profile not in PROFILES:
+        raise ValueError(f"unknown stream profile {profile!r}: use one of {', '.join(PROFILES)}")
 
 
 def _update_parts(obj: Any) -> tuple[Any, Any] | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from pisces.modes.host import ANSWER_TYPES, Client, Host
+from pisces.modes.host import ANSWER_TYPES, Client, Host, message
 from pisces.modes.rpc.output import FrameWriter
 
 _decoder = msgspec.json.Decoder()
@@ -231,12 +231,9 @@ _STARTED: Any = b"\x00started"  # queued when the extensions' start-up is over (
 
 def _report_failure(task: asyncio.Task, what: str) -> None:
     if not task.cancelled() and task.exception() is not None:
-        sys.stderr.write(f"pisces: {what} failed: {_message(task.exception())}\n")
+        sys.stderr.write(f"pisces: {what} failed: {message(task.exception())}\n")
 
 
 def _is_answer(cmd: Any) -> bool:
     return isinstance(cmd, dict) and cmd.get("type") in ANSWER_TYPES
 
-
-def _message(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
