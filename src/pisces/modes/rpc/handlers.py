@@ -7,6 +7,7 @@ an error response. Missing fields give pi's exact error strings where pi has one
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Any, Callable
 
@@ -356,8 +357,6 @@ def h_set_active_tools(server: Any, cmd: dict) -> Any:
 
 
 def h_trust_project(server: Any, cmd: dict) -> Any:
-    import asyncio
-
     from pisces.core.trust import save_decision
 
     trusted = cmd.get("trusted", True)
@@ -392,7 +391,7 @@ def h_set_stream_options(server: Any, cmd: dict) -> Any:
     if seq is not None:
         out.seq = seq  # broadcast frames carry the host's sequence number (pisces.modes.host)
     return {"profile": out.profile, "partial": out.profile == FULL, "messageSnapshots": out.profile != DELTAS,
-            "seq": bool(getattr(out, "seq", False))}
+            "seq": out.seq}
 
 
 def h_set_budget(server: Any, cmd: dict) -> Any:
@@ -442,8 +441,6 @@ def _approval(server: Any) -> Any:
 
 
 async def _approval_call(fn: Any, *args: Any) -> Any:
-    import asyncio
-
     try:
         return await asyncio.to_thread(fn, *args)  # settings are files: read and written off the event loop
     except ValueError as exc:
@@ -451,8 +448,6 @@ async def _approval_call(fn: Any, *args: Any) -> Any:
 
 
 def h_list_approval_rules(server: Any, cmd: dict) -> Any:
-    import asyncio
-
     return asyncio.to_thread(_approval(server).list_rules)
 
 
@@ -469,8 +464,6 @@ def h_remove_approval_rule(server: Any, cmd: dict) -> Any:
 
 
 async def _set_approval_mode(approval: Any, mode: Any, persist: bool) -> Any:
-    import asyncio
-
     try:
         state = approval.set_mode(mode)
     except ValueError as exc:
