@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -80,15 +79,13 @@ class WebClient(Client):
     kind = "websocket"
     resumable = True
 
-    def __init__(self, host: Host, conn: ServerConnection, profile: str, web: "WebServer") -> None:
+    def __init__(self, host: Host, conn: ServerConnection, profile: str) -> None:
         super().__init__(host, profile, seq=True)
         self.conn = conn
-        self.web = web
         self._queue: list[bytes] = []
         self._queued = 0
         self._wake = asyncio.Event()
         self._flush_timer: asyncio.TimerHandle | None = None
-        self.bytes_sent = 0
 
     def deliver(self, frames: dict[str, bytes], seq: int, numbered: dict[str, bytes]) -> None:
         key = "ws " + self.profile
@@ -135,7 +132,6 @@ class WebClient(Client):
                     batch, self._queue, self._queued = self._queue, [], 0
                     async with conn.send_context():
                         conn.transport.write(b"".join(batch))
-                    self.bytes_sent += sum(len(w) for w in batch)
         except ConnectionClosed:
             pass
 
@@ -258,7 +254,7 @@ class WebServer:
         since_text = (query.get("since") or [None])[0]
         since = int(since_text) if since_text is not None and since_text.isdigit() else None
         stream = (query.get("stream") or [None])[0]
-        client = WebClient(self.host, conn, profile, self)
+        client = WebClient(self.host, conn, profile)
         # ?approvals=typed: this client speaks the typed approval frames from its first frame on (the same as
         # negotiate_protocol {"clientCapabilities": {"typedToolApprovals": 1}}, without a round trip)
         client.typed_approvals = (query.get("approvals") or [""])[0] == "typed"
@@ -333,8 +329,3 @@ def _redirect(location: str, cookie: str | None = None) -> Response:
     if cookie is not None:
         extra["Set-Cookie"] = cookie
     return _response(303, "See Other", "text/plain; charset=utf-8", b"", extra)
-
-
-def log(text: str) -> None:
-    sys.stderr.write(f"pisces web: {text}\n")
-    sys.stderr.flush()
