@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 from typing import Callable
 
 TERMINATING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -25,10 +26,11 @@ def exit_code(signum: int) -> int:
 
 
 def kill_tool_processes() -> None:
-    """Kill every command the agent still runs (the last step before leaving; cheap when there are none)."""
-    from pisces.core.bash_exec import kill_running_process_groups
-
-    kill_running_process_groups()
+    """Kill every command the agent still runs (the last step before leaving). Free when no command ever ran:
+    the registry lives in ``pisces.core.bash_exec``, which is not imported until one does."""
+    bash_exec = sys.modules.get("pisces.core.bash_exec")
+    if bash_exec is not None:
+        bash_exec.kill_running_process_groups()
 
 
 def install(loop: asyncio.AbstractEventLoop, on_signal: Callable[[int], None]) -> Callable[[], None]:
