@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable
 
-from msgspec import UNSET
-
 from pisces.agent.types import AgentToolResult, GateDecision, ResultPatch, ToolCallInfo
 
 Before = Callable[[ToolCallInfo], Awaitable[GateDecision | None]]
@@ -65,11 +63,7 @@ class GateChain:
             if patch is None:
                 continue
             changed = True
-            content = result.content if patch.content is UNSET or patch.content is None else patch.content
-            details = result.details if patch.details is UNSET or patch.details is None else patch.details
-            result = AgentToolResult(content=content, details=details)
-            if patch.isError is not UNSET:
-                is_error = bool(patch.isError)
+            result, is_error = patch.apply(result, is_error)
         return ResultPatch(content=result.content, details=result.details, isError=is_error) if changed else None
 
 

@@ -225,12 +225,7 @@ async def _after_call(config: LoopConfig, info: ToolCallInfo, outcome: tuple[Age
         raise
     except Exception as exc:  # noqa: BLE001 - as pi: the failure becomes the result
         return _error_result(str(exc) or type(exc).__name__), True
-    if patch is None:
-        return outcome
-    content = result.content if patch.content is UNSET or patch.content is None else patch.content
-    details = result.details if patch.details is UNSET or patch.details is None else patch.details
-    return AgentToolResult(content=content, details=details), (is_error if patch.isError is UNSET
-                                                                else bool(patch.isError))
+    return outcome if patch is None else patch.apply(result, is_error)
 
 
 def _error_result(text: str, details: Any = None) -> AgentToolResult:

@@ -78,6 +78,13 @@ class ResultPatch(Struct, kw_only=True):
     details: Any = UNSET
     isError: bool | UnsetType = UNSET
 
+    def apply(self, result: AgentToolResult, is_error: bool) -> tuple[AgentToolResult, bool]:
+        """(the result with the patched fields replaced, the error flag); a None content or details keeps it."""
+        content = result.content if self.content is UNSET or self.content is None else self.content
+        details = result.details if self.details is UNSET or self.details is None else self.details
+        return AgentToolResult(content=content, details=details), \
+            is_error if self.isError is UNSET else bool(self.isError)
+
 
 # ---------------------------------------------------------------------------------------------
 # Events (pi's exact shapes). Messages are typed Any: the coding layer adds its own roles.
