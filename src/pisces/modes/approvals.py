@@ -30,12 +30,11 @@ from typing import Any, Callable
 
 from pisces.core.approval import types as T
 from pisces.core.approval.frames import select_title
+from pisces.core.approval.session_gate import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
 from pisces.modes.ui_requests import PendingRequests, new_id
 
 Send = Callable[[dict[str, Any]], None]
 
-DEFAULT_TIMEOUT_MS = 300_000
-MAX_TIMEOUT_MS = 86_400_000
 INPUT_BUDGET_BYTES = 64 * 1024  # the input is presentation: beyond this its largest fields are left out
 TYPED_TOOL_APPROVALS = 1  # the version of the typed frames this server speaks
 

@@ -26,11 +26,11 @@ from typing import Any
 from acp import RequestError, text_block, tool_content
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
+from pisces.core.approval.session_gate import DEFAULT_TIMEOUT_MS  # the session passes tools.approvalTimeoutMs
 from pisces.core.approval.types import ApprovalAnswer, ApprovalRequest, as_request
 
 from . import toolview
 
-DEFAULT_TIMEOUT_MS = 300_000  # the session passes tools.approvalTimeoutMs; this is only the fallback
 OPTIONS = {  # option id -> (label, ACP kind, scope)
     "allow-once": ("Allow once", "allow_once", "once"),
     "allow-session": ("Allow for this session", "allow_always", "session"),
