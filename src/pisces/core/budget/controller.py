@@ -101,8 +101,9 @@ class BudgetController:
         self._first_exceeded: str | None = None  # the reason the session's budget_exceeded gave
 
     # -- feeding ------------------------------------------------------------------------------------
-    def on_event(self, event: Any) -> None:
-        kind = event_type(event)
+    def on_event(self, event: Any, kind: str | None = None) -> None:
+        """Count ``event``; ``kind``: its type when the caller already knows it."""
+        kind = kind or event_type(event)
         if kind == "agent_start":
             self.run_started()
         elif kind == "agent_end":

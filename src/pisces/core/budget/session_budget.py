@@ -52,7 +52,7 @@ class SessionBudget:
         kind = event_type(event)
         if kind is None or kind.startswith("budget_"):
             return
-        self.controller.on_event(event)
+        self.controller.on_event(event, kind)
         if kind == "agent_start":
             if self.policy.abort_on_exceeded and self.controller.exceeded_reason() is not None:
                 self._abort()  # a retry or a queued message starting past the budget stops at once
