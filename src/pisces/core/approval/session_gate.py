@@ -105,10 +105,15 @@ class SessionApproval:
         section = data.get(_KEY)
         return section if isinstance(section, dict) else {}
 
-    def policy(self) -> Any:
-        """The policy for the rules in the settings now (rebuilt when they change)."""
-        g = self._section(self.settings.global_settings()).get("approvalRules")
-        p = self._section(self.settings.project_settings()).get("approvalRules")
+    def _sections(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The ``tools`` sections of the global and the project settings now (each file copied once)."""
+        return self._section(self.settings.global_settings()), self._section(self.settings.project_settings())
+
+    def policy(self, sections: tuple[dict[str, Any], dict[str, Any]] | None = None) -> Any:
+        """The policy for the rules in the settings now (rebuilt when they change); ``sections``: ``_sections()``
+        when the caller has them already."""
+        g_section, p_section = sections or self._sections()
+        g, p = g_section.get("approvalRules"), p_section.get("approvalRules")
         trusted = bool(self.settings.project_trusted) if p is not None else False
         key = (g, p, trusted)
         if self._policy is None or key != self._policy_key:
@@ -120,21 +125,19 @@ class SessionApproval:
             self._policy_key = key
         return self._policy
 
-    def mode(self) -> tuple[str, str]:
+    def mode(self, sections: tuple[dict[str, Any], dict[str, Any]] | None = None) -> tuple[str, str]:
         """(the mode in force, where it comes from: command, cli, project, settings or default)."""
-        from pisces.core.approval.types import MODE_STRICTNESS, MODES
-
         if self.command_mode is not None:
             return self.command_mode, "command"
         if self.cli_mode is not None:
             return self.cli_mode, "cli"
-        g = self._section(self.settings.global_settings()).get("approvalMode")
-        p = self._section(self.settings.project_settings()).get("approvalMode")
-        if g in MODES:
+        g_section, p_section = sections or self._sections()
+        g, p = g_section.get("approvalMode"), p_section.get("approvalMode")
+        if g in T.MODES:
             base, source = g, "settings"
         else:
             base, source = getattr(self.current_approver(), "default_mode", "yolo"), "default"
-        if p in MODES and (self.settings.project_trusted or MODE_STRICTNESS[p] > MODE_STRICTNESS[base]):
+        if p in T.MODES and (self.settings.project_trusted or T.MODE_STRICTNESS[p] > T.MODE_STRICTNESS[base]):
             return p, "project"
         return base, source
 
@@ -165,9 +168,10 @@ class SessionApproval:
 
         args = info.args if isinstance(info.args, dict) else {}
         tier = tier_of(info.tool_name, info.tool, args)
+        sections = self._sections()  # one read of the settings for the mode and the rules
         if mode is None:
-            mode, _ = self.mode()
-        policy = self.policy()
+            mode, _ = self.mode(sections)
+        policy = self.policy(sections)
         if not policy.has_rules and primary(info.tool_name, args)[0] != "command" and \
                 tier in T.MODE_PASSES[mode]:
             return None  # nothing to look at: no rule, no command, a tier the mode lets through
