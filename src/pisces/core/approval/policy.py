@@ -26,7 +26,7 @@ import sys
 from typing import Any, Callable
 
 from pisces.core.approval import rules as R
-from pisces.core.approval.types import MODE_PASSES, MODE_STRICTNESS, MODES, TIERS, ApprovalRequest, Decision
+from pisces.core.approval.types import MODE_PASSES, MODES, TIERS, ApprovalRequest, Decision
 
 BUILTIN_TIERS = {"read": "read", "grep": "read", "find": "read", "ls": "read", "write": "write", "edit": "write",
                  "bash": "exec", "task": "exec", "submit_result": "read"}
@@ -43,10 +43,6 @@ def tier_of(tool_name: str, tool: Any, args: dict[str, Any]) -> str:
     if declared is None:
         declared = BUILTIN_TIERS.get(tool_name, "exec")
     return declared if declared in TIERS else "exec"
-
-
-def stricter_mode(a: str, b: str) -> str:
-    return b if MODE_STRICTNESS[b] > MODE_STRICTNESS[a] else a
 
 
 def read_rules(values: Any, origin: str, warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
