@@ -158,10 +158,6 @@ class BudgetController:
             self.subagents -= 1
 
     # -- state ----------------------------------------------------------------------------------------
-    @property
-    def running(self) -> bool:
-        return self._run_since is not None
-
     def wall_time_ms(self) -> float:
         spent = self._wall_done_s
         if self._run_since is not None:
