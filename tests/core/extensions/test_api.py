@@ -177,7 +177,7 @@ def test_cli_flags_of_extensions():
     api = ExtensionAPI(ext, Runtime("."))
     api.register_flag("plan", description="plan mode")
     api.register_flag("name", {"type": "string", "default": "anon"})
-    loaded = LoadResult(ExtensionRunner([ext], api._rt), [], [])
+    loaded = LoadResult(ExtensionRunner([ext], api._rt), [])
     resolve_flags(loaded, ["--plan", "--name=bob"])
     assert api.get_flag("plan") is True and api.get_flag("--name") == "bob"
     with pytest.raises(UsageError, match="unrecognized arguments: --nope --plan=1"):

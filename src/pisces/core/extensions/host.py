@@ -25,10 +25,9 @@ TOOL_GROUP = "extensions"
 
 
 class LoadResult:
-    def __init__(self, runner: ExtensionRunner, failures: list[tuple[Any, str]], notes: list[str]) -> None:
+    def __init__(self, runner: ExtensionRunner, failures: list[tuple[Any, str]]) -> None:
         self.runner = runner
         self.failures = failures
-        self.notes = notes
 
 
 async def load_extensions(options: dict[str, Any], settings: Any, flag_values: dict[str, Any] | None = None,
@@ -47,7 +46,7 @@ async def load_extensions(options: dict[str, Any], settings: Any, flag_values: d
     extensions, failures = await load_all(sources, runtime)
     for source, error in failures:
         sys.stderr.write(f'pisces: Failed to load extension "{source.path}": {error}\n')
-    return LoadResult(ExtensionRunner(extensions, runtime), failures, notes)
+    return LoadResult(ExtensionRunner(extensions, runtime), failures)
 
 
 def apply_providers(result: LoadResult, registry: Any) -> None:
@@ -118,7 +117,6 @@ class ExtensionHost:
         self._drained: asyncio.Event | None = None
         self._tasks: set[asyncio.Task] = set()
         self._turn_index = 0
-        self.shutdown_requested = False
         session.hooks = self
         agent = session.agent
         from pisces.agent.gate import EXTENSIONS_RANK, install
@@ -186,7 +184,6 @@ class ExtensionHost:
 
     def request_shutdown(self) -> None:
         """``ctx.shutdown()``: the mode's handler (RPC: exit once the current command is answered)."""
-        self.shutdown_requested = True
         handler = self.options.get("shutdown_handler")
         if handler is not None:
             handler()
@@ -455,8 +452,3 @@ def _now_ms() -> int:
     import time
 
     return int(time.time() * 1000)
-
-
-def attach(session: Any, loaded: LoadResult) -> ExtensionHost:
-    return ExtensionHost(session, session.extension_options, loaded)
-

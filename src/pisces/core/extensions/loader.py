@@ -238,7 +238,3 @@ def _describe(exc: BaseException) -> str:
         return f"SyntaxError: {exc.msg} (line {exc.lineno})"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def describe(exc: BaseException) -> str:
-    return _describe(exc)

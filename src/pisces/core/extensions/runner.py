@@ -36,11 +36,10 @@ def error_text(exc: BaseException) -> str:
 
 
 class ExtensionRunner:
-    def __init__(self, extensions: list[Extension], runtime: Runtime,
-                 make_context: Callable[[], Any] | None = None) -> None:
+    def __init__(self, extensions: list[Extension], runtime: Runtime) -> None:
         self.extensions = extensions
         self.runtime = runtime
-        self.make_context = make_context or (lambda: None)
+        self.make_context: Callable[[], Any] = lambda: None  # set by the host when it binds
         self.error_listeners: list[ErrorListener] = []
 
     # -- errors -------------------------------------------------------------------------------------
