@@ -51,12 +51,16 @@ async def load_extensions(options: dict[str, Any], settings: Any, flag_values: d
 
 def apply_providers(result: LoadResult, registry: Any) -> None:
     """Providers registered while loading, into the model registry (before a model is chosen)."""
-    runtime = result.runner.runtime
+    _register_pending_providers(result.runner.runtime, registry, result.failures)
+
+
+def _register_pending_providers(runtime: Runtime, registry: Any, failures: list[tuple[Any, str]]) -> None:
+    """The providers ``register()`` queued, into ``registry``; a refused one joins ``failures``."""
     for name, config, path in runtime.pending_providers:
         try:
             registry.register_provider(name, config)
         except Exception as exc:  # noqa: BLE001
-            result.failures.append((_Named(path), f"register_provider {name}: {error_text(exc)}"))
+            failures.append((_Named(path), f"register_provider {name}: {error_text(exc)}"))
     runtime.pending_providers = []
 
 
@@ -145,12 +149,8 @@ class ExtensionHost:
         runner.runtime.actions = Actions(self)
         runner.runtime.events.on_error = lambda channel, exc: self._report(
             {"extensionPath": "<events>", "event": channel, "error": error_text(exc), "kind": "extension"})
-        for name, config, path in runner.runtime.pending_providers:  # registered by a fresh runtime's register()
-            try:
-                self.session.registry.register_provider(name, config)
-            except Exception as exc:  # noqa: BLE001
-                self._failures.append((_Named(path), f"register_provider {name}: {error_text(exc)}"))
-        runner.runtime.pending_providers = []
+        # registered by a fresh runtime's register() (at start-up apply_providers has taken them already)
+        _register_pending_providers(runner.runtime, self.session.registry, self._failures)
         self.refresh_tools()
 
     def refresh_tools(self) -> None:
