@@ -383,8 +383,10 @@ class ExtensionHost:
 
         data: dict[str, Any] = {"type": kind, **msgspec.structs.asdict(event)}
         if kind == "turn_start":
+            from pisces.ai.types import now_ms
+
             data["turnIndex"] = self._turn_index
-            data["timestamp"] = _now_ms()
+            data["timestamp"] = now_ms()
         elif kind == "turn_end":
             data["turnIndex"] = self._turn_index
             self._turn_index += 1
@@ -446,9 +448,3 @@ def _snapshot(event: Any) -> Any:
     message = event.message
     copy = msgspec.convert(msgspec.to_builtins(message), type(message))
     return msgspec.structs.replace(event, message=copy)
-
-
-def _now_ms() -> int:
-    import time
-
-    return int(time.time() * 1000)
