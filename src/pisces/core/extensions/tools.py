@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import os
-import signal as _signal
 from typing import Any, Callable
 
 from pisces.agent.types import AgentTool, AgentToolResult
@@ -102,11 +100,10 @@ async def run_exec(command: str, args: list[str], *, signal: Any = None, timeout
 
     def kill() -> None:
         nonlocal killed
+        from pisces.core.bash_exec import kill_process_group
+
         killed = True
-        try:
-            os.killpg(proc.pid, _signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_process_group(proc.pid)
 
     remove = signal.add_listener(kill) if signal is not None else (lambda: None)
     limit = float(timeout_ms) / 1000 if isinstance(timeout_ms, (int, float)) and timeout_ms > 0 else None
