@@ -71,26 +71,24 @@ def load_templates(cwd: str, resources: dict[str, Any] | None = None) -> dict[st
     return found
 
 
-def slash_command(name: str, source: str, *, description: str | None = None, path: str | None = None,
-                  scope: str | None = None, origin: str = "top-level", discovered: str = "local") -> dict[str, Any]:
+def slash_command(name: str, source: str, description: str | None, source_info: dict[str, Any]) -> dict[str, Any]:
     """One ``get_commands`` item: pi 0.73.1's ``{name, description?, source, sourceInfo}`` with seed 002's
     ``location`` ("user" | "project" | "path") and ``path`` beside it. ``source`` is "prompt", "skill" or
-    "extension"; ``scope`` is "user", "project" or None (a path given on the command line)."""
+    "extension"; ``source_info`` holds at least ``path`` and ``scope``."""
     cmd: dict[str, Any] = {"name": name}
     if description:
         cmd["description"] = description
     cmd["source"] = source
-    if path is not None:
-        cmd["sourceInfo"] = {"path": path, "source": discovered if scope else "cli",
-                             "scope": scope or "temporary", "origin": origin}
-        cmd["location"] = scope if scope in ("user", "project") else "path"
-        cmd["path"] = path
+    cmd["sourceInfo"] = source_info
+    cmd["location"] = source_info["scope"] if source_info["scope"] in ("user", "project") else "path"
+    cmd["path"] = source_info["path"]
     return cmd
 
 
 def list_prompt_commands(cwd: str, resources: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    return [slash_command(name, "prompt", description=t["description"] or None, path=t["path"],
-                          scope=t["scope"] if t["scope"] in ("user", "project") else None)
+    return [slash_command(name, "prompt", t["description"],
+                          {"path": t["path"], "source": "cli" if t["scope"] == "temporary" else "local",
+                           "scope": t["scope"], "origin": "top-level"})
             for name, t in load_templates(cwd, resources).items()]
 
 

@@ -170,14 +170,12 @@ def format_skills_for_prompt(skills: list[Skill]) -> str:
 def skill_commands(session: Any) -> list[dict[str, Any]]:
     if not session.settings.enable_skill_commands:
         return []
-    out = []
-    for s in session_skills(session):
-        source_info = {"path": s.file_path, "source": "local", "scope": s.scope, "origin": "top-level",
-                       "baseDir": s.base_dir}
-        out.append({"name": f"skill:{s.name}", "description": s.description, "source": "skill",
-                    "sourceInfo": source_info, "location": s.scope if s.scope in ("user", "project") else "path",
-                    "path": s.file_path})
-    return out
+    from pisces.core.prompt_templates import slash_command
+
+    return [slash_command(f"skill:{s.name}", "skill", s.description,
+                          {"path": s.file_path, "source": "local", "scope": s.scope, "origin": "top-level",
+                           "baseDir": s.base_dir})
+            for s in session_skills(session)]
 
 
 def expand_skill_command(session: Any, text: str) -> str:

@@ -335,17 +335,10 @@ class ExtensionHost:
         return data
 
     def commands(self) -> list[dict[str, Any]]:
-        out = []
-        for name, command in self.runner.commands():
-            item: dict[str, Any] = {"name": name}
-            if command.description:
-                item["description"] = command.description
-            item["source"] = "extension"
-            info = item["sourceInfo"] = dict(command.extension.source_info)
-            item["location"] = info["scope"] if info["scope"] in ("user", "project") else "path"  # seed 002
-            item["path"] = info["path"]
-            out.append(item)
-        return out
+        from pisces.core.prompt_templates import slash_command
+
+        return [slash_command(name, "extension", command.description, dict(command.extension.source_info))
+                for name, command in self.runner.commands()]
 
     # -- agent events: handlers first, then the session (as pi), in order ---------------------------------
     def agent_event(self, event: Any, deliver: Callable[[Any], None]) -> None:
