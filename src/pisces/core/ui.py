@@ -35,6 +35,12 @@ def _signal(signal: Any, opts: Any) -> Any:
     return signal if signal is not None or not isinstance(opts, dict) else opts.get("signal")
 
 
+def _text(answer: dict[str, Any] | None) -> str | None:
+    """The ``value`` of a dialog's answer frame; None when there is none (no answer, cancelled, not a string)."""
+    value = answer.get("value") if answer and not answer.get("cancelled") else None
+    return value if isinstance(value, str) else None
+
+
 class SessionUI:
     """No UI: dialogs answer their defaults at once, fire-and-forget calls do nothing."""
 
@@ -45,8 +51,7 @@ class SessionUI:
                      signal: Any = None, timeout: int | None = None) -> str | None:
         fields = {"title": title, "options": [str(o) for o in options]}
         answer = await self._dialog("select", fields, _timeout(timeout_ms, timeout, opts), _signal(signal, opts))
-        value = answer.get("value") if answer and not answer.get("cancelled") else None
-        return value if isinstance(value, str) else None
+        return _text(answer)
 
     async def confirm(self, title: str, message: str = "", opts: Any = None, *, timeout_ms: int | None = None,
                       signal: Any = None, timeout: int | None = None) -> bool:
@@ -58,15 +63,13 @@ class SessionUI:
                     timeout_ms: int | None = None, signal: Any = None, timeout: int | None = None) -> str | None:
         answer = await self._dialog("input", {"title": title, "placeholder": placeholder},
                                     _timeout(timeout_ms, timeout, opts), _signal(signal, opts))
-        value = answer.get("value") if answer and not answer.get("cancelled") else None
-        return value if isinstance(value, str) else None
+        return _text(answer)
 
     async def editor(self, title: str, prefill: str | None = None, opts: Any = None, *,
                      timeout_ms: int | None = None, signal: Any = None, timeout: int | None = None) -> str | None:
         answer = await self._dialog("editor", {"title": title, "prefill": prefill},
                                     _timeout(timeout_ms, timeout, opts), _signal(signal, opts))
-        value = answer.get("value") if answer and not answer.get("cancelled") else None
-        return value if isinstance(value, str) else None
+        return _text(answer)
 
     async def request(self, frame: dict[str, Any], *, timeout_ms: int | None = None, signal: Any = None
                       ) -> dict[str, Any]:
