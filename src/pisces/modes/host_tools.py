@@ -23,7 +23,7 @@ GROUP = "host"
 def _content(raw: Any) -> AgentToolResult:
     from pisces.core.extensions.tools import to_result
 
-    return to_result(raw if isinstance(raw, dict) else {"content": raw})
+    return to_result(raw)  # both callers hand it a dict
 
 
 def normalize(tools: Any) -> list[dict[str, Any]]:
