@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
@@ -121,18 +120,7 @@ def extension_sources_present(opts: dict[str, Any], settings: Settings) -> bool:
                 pass
     if os.environ.get("PISCES_DISABLE_EXTENSION_AUTOLOAD", "") not in ("", "0"):
         return False
-    try:
-        with open(os.path.join(adir, "cache", "entry-points.json"), encoding="utf-8") as f:
-            cache = json.load(f)
-        key = []
-        for d in dict.fromkeys(sys.path):
-            if d and os.path.isdir(d):
-                key.append([d, os.stat(d).st_mtime_ns])
-        if cache.get("key") == key and isinstance(cache.get("groups", {}).get("pisces.extensions"), list):
-            return bool(cache["groups"]["pisces.extensions"])
-    except (OSError, ValueError, AttributeError):
-        pass
-    from pisces.core.extensions.entry_points import entry_points  # no current cache: scan once, write it
+    from pisces.core.extensions.entry_points import entry_points  # a light module: the cache, else one scan
 
     return bool(entry_points("pisces.extensions", adir))
 
