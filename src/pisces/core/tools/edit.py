@@ -7,7 +7,6 @@ oldText is matched against the original file; a BOM and CRLF line endings surviv
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
@@ -23,8 +22,8 @@ from pisces.core.safe_open import (FileTooLargeError, NotRegularFileError, forma
 from ._common import await_abortable, check_aborted, run_abortable
 from .edit_diff import (EditError, apply_edits, detect_line_ending, generate_diff_string, normalize_to_lf,
                         restore_line_endings, strip_bom)
-from .paths import (error_code, file_mutation_queue, node_error_message, refusal_message, resolve_to_cwd,
-                    write_error_message)
+from .paths import (error_code, file_mutation_queue, node_error_message, not_regular_message, refusal_message,
+                    resolve_to_cwd, write_error_message)
 
 if TYPE_CHECKING:
     from .backends import FileBackend
@@ -124,9 +123,7 @@ def _load(path: str, display_path: str) -> tuple[str, bool]:
         finally:
             os.close(fd)
     except NotRegularFileError as exc:
-        if exc.kind == "a directory":
-            raise ToolError(node_error_message(IsADirectoryError(errno.EISDIR, "Is a directory"), "read")) from None
-        raise ToolError(refusal_message("edit", display_path, exc)) from None
+        raise ToolError(not_regular_message("edit", display_path, exc, "read")) from None
     except FileTooLargeError:
         raise ToolError(f"Cannot edit {display_path}: it is larger than {format_bytes(EDIT_MAX_BYTES)}, the most the "
                         "edit tool loads; change it with bash (sed, a script) instead") from None

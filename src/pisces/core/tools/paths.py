@@ -104,6 +104,15 @@ def refusal_message(verb: str, display_path: str, exc: OSError) -> str:
     return f"Cannot {verb} {display_path}: {exc}"
 
 
+def not_regular_message(verb: str, display_path: str, exc: OSError, syscall: str, path: str | None = None
+                        ) -> str:
+    """A path that is not a regular file: Node's EISDIR text for ``syscall`` on a directory (as pi reports
+    it), :func:`refusal_message` for a FIFO, a device or a socket."""
+    if getattr(exc, "kind", None) == "a directory":
+        return node_error_message(exc, syscall, path)  # the error carries EISDIR
+    return refusal_message(verb, display_path, exc)
+
+
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
 
 
@@ -148,4 +157,4 @@ async def file_mutation_queue(path: str) -> AsyncIterator[None]:
 
 
 __all__ = ["expand_path", "resolve_to_cwd", "resolve_read_path", "node_error_message", "error_code",
-           "refusal_message", "write_error_message", "file_mutation_queue"]
+           "refusal_message", "not_regular_message", "write_error_message", "file_mutation_queue"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import codecs
 import contextlib
-import errno
 import io
 import os
 import struct
@@ -25,7 +24,7 @@ from pisces.ai.types import ImageContent, TextContent
 from pisces.core.safe_open import NotRegularFileError, open_regular
 
 from ._common import OPERATION_ABORTED, await_abortable, run_abortable, text_result
-from .paths import node_error_message, refusal_message, resolve_read_path
+from .paths import node_error_message, not_regular_message, resolve_read_path
 from .truncate import (DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, format_size, head_from_lines,
                        js_number, utf8_len)
 
@@ -260,9 +259,7 @@ def _read(path: str, display_path: str, offset: Any, limit: Any, cancel: threadi
     try:
         fd = open_regular(path)  # never a FIFO, a device (/dev/zero, /dev/stdin) or a socket
     except NotRegularFileError as exc:
-        if exc.kind == "a directory":
-            raise ToolError(node_error_message(IsADirectoryError(errno.EISDIR, "Is a directory"), "read")) from None
-        raise ToolError(refusal_message("read", display_path, exc)) from None
+        raise ToolError(not_regular_message("read", display_path, exc, "read")) from None
     except OSError as exc:
         raise ToolError(node_error_message(exc, "open", path)) from None
     with os.fdopen(fd, "rb") as f:

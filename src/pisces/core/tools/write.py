@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 from typing import TYPE_CHECKING, Any
@@ -14,8 +13,8 @@ from pisces.ai.types import TextContent
 from pisces.core.safe_open import NotRegularFileError, write_atomic
 
 from ._common import await_abortable, check_aborted, run_abortable
-from .paths import (file_mutation_queue, node_error_message, refusal_message, resolve_to_cwd,
-                    write_error_message)
+from .paths import (file_mutation_queue, node_error_message, not_regular_message,
+                    resolve_to_cwd, write_error_message)
 
 if TYPE_CHECKING:
     from .backends import FileBackend
@@ -54,10 +53,7 @@ def _write(path: str, display_path: str, content: str) -> None:
     try:
         write_atomic(path, data)  # a full disk leaves the old file whole
     except NotRegularFileError as exc:
-        if exc.kind == "a directory":
-            raise ToolError(node_error_message(IsADirectoryError(errno.EISDIR, "Is a directory"), "open", path)
-                            ) from None
-        raise ToolError(refusal_message("write", display_path, exc)) from None
+        raise ToolError(not_regular_message("write", display_path, exc, "open", path)) from None
     except OSError as exc:
         raise ToolError(write_error_message(exc, path, existed)) from None
 
