@@ -26,7 +26,7 @@ from pisces.ai.abort import AbortSignal
 from pisces.core.safe_open import NotRegularFileError, check_regular, open_regular
 
 from ._common import OPERATION_ABORTED, check_aborted, number_param, run_abortable, text_result
-from ._walk import Overrides, Walker
+from ._walk import Overrides, Walker, _error_text
 from .paths import refusal_message, resolve_to_cwd
 from .truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, listing_result, truncate_line
 
@@ -217,11 +217,6 @@ def _compile(pattern: str, ignore_case: bool, literal: bool) -> Any:
         return re2.compile(text.encode("utf-8", "replace"), options)
     except re2.error as exc:
         raise ToolError(f"regex parse error:\n    {pattern}\nerror: {_error_text(exc)}") from None
-
-
-def _error_text(exc: BaseException) -> str:
-    arg = exc.args[0] if exc.args else exc
-    return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
 
 
 def _blocks(f: BinaryIO, explicit: bool, cancel: threading.Event | None) -> Iterator[tuple[bytes, int]]:
