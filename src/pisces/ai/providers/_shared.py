@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import re
 import weakref
@@ -83,14 +84,14 @@ def parse_partial_json(text: str) -> dict[str, Any]:
     if not text:
         return {}
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = loads_finite(text)
         return value if isinstance(value, dict) else {}
     except (ValueError, RecursionError):
         pass
     closed = _close_json(text)
     if closed is not None:
         try:
-            value = json.loads(closed, parse_constant=_no_constant)
+            value = loads_finite(closed)
             return value if isinstance(value, dict) else {}
         except (ValueError, RecursionError):
             pass
@@ -109,7 +110,7 @@ def has_non_finite(value: Any) -> bool:
     while stack:
         item = stack.pop()
         if isinstance(item, float):
-            if item != item or item in (float("inf"), float("-inf")):
+            if not math.isfinite(item):
                 return True
         elif isinstance(item, dict):
             stack.extend(item.values())
@@ -280,8 +281,9 @@ def transform_messages(messages: list[Message], model: Model,
                     content.append(block if same else TextContent(text=block.text))
                 elif isinstance(block, ToolCall):
                     tc = block
-                    if has_non_finite(tc.arguments):  # e.g. a history stored before NaN was read as null
-                        tc = msgspec.structs.replace(tc, arguments=finite_json(tc.arguments))
+                    args = finite_json(tc.arguments)  # e.g. a history stored before NaN was read as null
+                    if args is not tc.arguments:
+                        tc = msgspec.structs.replace(tc, arguments=args)
                     if not same and isinstance(tc.thoughtSignature, str):
                         tc = ToolCall(id=tc.id, name=tc.name, arguments=tc.arguments)
                     if not same and normalize_id is not None:
