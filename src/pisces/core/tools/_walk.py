@@ -357,11 +357,6 @@ def parse_ignore_pattern(line: str, *, case_insensitive: bool = False) -> Rule |
     return Rule(regex, negated, dir_only, case_insensitive)
 
 
-def match_rules(rules: RuleSet, rel: str, is_dir: bool) -> bool | None:
-    """True = ignored, False = whitelisted (``!``), None = no rule matched. The last matching rule wins."""
-    return rules.decide(rel, is_dir)
-
-
 IGNORE_FILE_MAX_BYTES = 4 << 20
 
 
@@ -420,7 +415,7 @@ class Overrides:
             return None
         rel = os.path.relpath(abs_path, self.root) if _is_under(abs_path, self.root) else abs_path.lstrip("/")
         rel = rel.replace(os.sep, "/")
-        m = match_rules(self.rules, rel, is_dir)
+        m = self.rules.decide(rel, is_dir)
         if m is not None:
             return m
         if self.has_whitelist and not is_dir:
@@ -557,7 +552,7 @@ class Walker:
                 if d is not None:
                     return d
             for base, rules in groups:
-                m = match_rules(rules, _rel(path, base), is_dir)
+                m = rules.decide(_rel(path, base), is_dir)
                 if m is not None:
                     return m
             return False
@@ -571,5 +566,5 @@ def path_sort_key(rel: str) -> str:
     return rel.rstrip("/").replace("/", "\x00")
 
 
-__all__ = ["glob_to_regex", "Glob", "GlobError", "Rule", "RuleSet", "parse_ignore_pattern", "match_rules", "Overrides",
+__all__ = ["glob_to_regex", "Glob", "GlobError", "Rule", "RuleSet", "parse_ignore_pattern", "Overrides",
            "Walker", "path_sort_key", "read_ignore_file"]
