@@ -85,3 +85,16 @@ def test_no_skills_and_extra_paths(tmp_path, faux):
     session = create_agent_session(cwd=str(cwd), provider="faux", no_session=True, no_skills=True,
                                    skill_paths=[str(extra)])
     assert [c["name"] for c in session.commands() if c["source"] == "skill"] == ["skill:given"]
+
+
+def test_a_skill_file_that_is_too_large_or_not_regular_is_skipped(tmp_path, monkeypatch):
+    from pisces.core.safe_open import TEXT_MAX_BYTES
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    agent = tmp_path / "agent"
+    skill(agent / "skills", "fine")
+    skill(agent / "skills", "huge", body="x" * (TEXT_MAX_BYTES + 1))
+    (agent / "skills" / "fifo").mkdir()
+    os.mkfifo(agent / "skills" / "fifo" / "SKILL.md")  # opened, it would block the loader forever
+    skills = load_skills(str(tmp_path), agent_dir=str(agent))
+    assert [s.name for s in skills] == ["fine"]

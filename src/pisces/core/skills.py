@@ -18,6 +18,7 @@ import os
 from typing import Any
 
 from pisces.core.paths import agent_dir as default_agent_dir
+from pisces.core.safe_open import TEXT_MAX_BYTES, read_text
 
 
 class Skill:
@@ -59,8 +60,7 @@ def parse_frontmatter(text: str) -> tuple[dict[str, Any], str]:
 
 def _load_file(path: str, scope: str) -> Skill | None:
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            meta, _ = parse_frontmatter(f.read())
+        meta, _ = parse_frontmatter(read_text(path, TEXT_MAX_BYTES, errors="replace"))  # a FIFO, /dev/zero: refused
     except OSError:
         return None
     description = meta.get("description")
@@ -187,8 +187,7 @@ def expand_skill_command(session: Any, text: str) -> str:
     if skill is None:
         return text
     try:
-        with open(skill.file_path, encoding="utf-8", errors="replace") as f:
-            _, body = parse_frontmatter(f.read())
+        _, body = parse_frontmatter(read_text(skill.file_path, TEXT_MAX_BYTES, errors="replace"))
     except OSError as exc:
         session.emit({"type": "extension_error", "extensionPath": skill.file_path, "hookPath": skill.file_path,
                       "event": "skill_expansion", "error": str(exc)})
