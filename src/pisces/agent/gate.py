@@ -1,9 +1,10 @@
 """GateChain: several collaborators sharing the loop's tool-call gate (LoopConfig.before_tool_call and
 after_tool_call), each with a rank that fixes its turn.
 
-Ranks in use (TEAM.md interface 3): extensions 10, the approval policy 20, budget counting 30. Before a call, the
-gates run by rank until one blocks; a gate's replacement arguments are what the next gate sees and what the tool
-runs with. After a call, the patches apply by rank, each gate seeing the result patched so far.
+Ranks: extensions 10, the approval policy 20, and 30 kept for a budget gate (budgets count from events
+today). Before a call, the gates run by rank until one blocks; a gate's replacement arguments are what the
+next gate sees and what the tool runs with. After a call, the patches apply by rank, each gate seeing the
+result patched so far.
 """
 
 from __future__ import annotations

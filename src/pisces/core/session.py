@@ -61,7 +61,7 @@ class AgentSession(SessionSwitching):
         self.retry = RetryPolicy(self)
         self._compactor_obj: Any = None  # built on first use (see the compactor property)
         self.bash_runner: Any = None
-        self.subagents = SubagentHooks()  # the task tool's spawn gate and usage callback (TEAM.md interface 8)
+        self.subagents = SubagentHooks()  # the task tool's spawn gate and usage callback
         self.budget: Any = None  # a pisces.core.budget.SessionBudget once a limit is set (docs/budgets.md)
         self.approval: Any = None  # pisces.core.approval.SessionApproval, the tool-call approval (docs/approval.md)
         self.is_compacting = False

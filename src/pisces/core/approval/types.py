@@ -1,4 +1,4 @@
-"""The values the approval policy and the approvers pass around (TEAM.md interface 7).
+"""The values the approval policy and the approvers pass around.
 
 * ``Decision``: what the policy says about one tool call: ``allow``, ``deny`` (``message`` says why) or ``ask``
   (``why`` says why a person must confirm; ``dangerous`` when a known-dangerous command forces the question).

@@ -205,7 +205,7 @@ def discover_agents(cwd: str, agent_dir: str, *, project_trusted: bool) -> Disco
 
 
 def is_project_trusted(cwd: str, agent_dir: str) -> bool:
-    """TEAM.md interface 1: whether ``cwd``'s own agent definitions may be used."""
+    """Whether ``cwd``'s own agent definitions may be used (the project is trusted: pisces.core.trust)."""
     from pisces.core.trust import is_project_trusted as trusted
 
     return bool(trusted(cwd, agent_dir))

@@ -1,6 +1,6 @@
-"""What the task tool tells, and asks, the rest of the session (TEAM.md interface 8).
+"""What the task tool tells, and asks, the rest of the session.
 
-``SubagentHooks`` lives on the session as ``session.subagents``. A budget controller (issue 16), or anything
+``SubagentHooks`` lives on the session as ``session.subagents``. A budget controller (pisces.core.budget), or anything
 else that must count or refuse delegated work, plugs in here without touching the task tool:
 
 * ``spawn_gate(request) -> None | str`` is asked before every subagent and every verification-repair

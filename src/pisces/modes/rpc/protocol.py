@@ -16,7 +16,7 @@ ALIASES: dict[str, str] = {
     "get_available_sessions": "list_sessions",
     "get_available_commands": "get_commands",  # oh-my-pi
     "reset": "new_session",  # seed 004 era
-    "set_client_capabilities": "negotiate_protocol",  # the same command under the name issue 14 suggests
+    "set_client_capabilities": "negotiate_protocol",  # the same command under a second, descriptive name
 }
 
 
