@@ -74,7 +74,7 @@ class Workloads:
         chars/4 estimate of its messages reaches ``compaction_tokens``. Each reply's usage says the context
         so far, as a real provider's would, so the session reports about that many tokens too."""
         from pisces.ai.types import AssistantMessage, Usage
-        from pisces.core.session_views import estimate_tokens
+        from pisces.core.session.views import estimate_tokens
         from pisces.core.store import SessionManager
 
         rng = random.Random(44)

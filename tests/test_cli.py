@@ -52,7 +52,7 @@ def test_interactive_mode_says_it_is_not_built():
 @pytest.mark.parametrize("code", [
     "import pisces",
     "import sys; sys.argv = ['pisces', '--version']\nfrom pisces.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass",
-    "import pisces.ai.stream, pisces.ai.types, pisces.ai.models, pisces.agent.agent, pisces.core.sdk",
+    "import pisces.ai.stream, pisces.ai.types, pisces.ai.models, pisces.agent.agent, pisces.core.session.build",
 ])
 def test_start_up_imports_no_sdk(code):
     probe = code + "\nimport sys, json\nprint(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in " \

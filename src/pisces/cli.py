@@ -12,7 +12,7 @@ from pisces import __version__
 
 THINKING_CHOICES = ("off", "minimal", "low", "medium", "high", "xhigh")
 MODES = ("text", "json", "rpc", "acp", "web")
-STREAM_PROFILES = ("full", "lean", "deltas")  # pisces.modes.stream_encoding.PROFILES, without importing it
+STREAM_PROFILES = ("full", "lean", "deltas")  # pisces.modes.host.encoding.PROFILES, without importing it
 APPROVAL_MODES = ("yolo", "write", "always-ask")  # pisces.core.approval.MODES, without importing it
 
 # Flags pisces accepts for pi's wrappers but does not act on (yet): dest -> why. A mode prints one line about
@@ -160,8 +160,8 @@ def _apply_trust_flags(args: Any) -> int | None:
     """Returns an exit code when the run ends here."""
     if args.approve is None and not args.trust_project:
         return None
-    from pisces.core import trust
-    from pisces.core.paths import agent_dir
+    from pisces.core.config import trust
+    from pisces.core.config.paths import agent_dir
 
     trust.set_run_override(args.approve)
     if not args.trust_project:

@@ -146,7 +146,7 @@ def test_unwritable_output_is_a_sentence(tmp_path):
 
 
 async def test_agent_session_export_html_carries_system_prompt_and_tools(tmp_path, monkeypatch):
-    from pisces.core.sdk import create_agent_session
+    from pisces.core.session.build import create_agent_session
 
     monkeypatch.chdir(tmp_path)
     session = create_agent_session(cwd=str(tmp_path), provider="faux", session_dir=str(tmp_path / "sessions"),

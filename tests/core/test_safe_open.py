@@ -88,9 +88,9 @@ def test_hostile_project_configuration_never_blocks_or_floods(tmp_path, kind):
                 "AGENTS.md"):
         plant(str(project / rel), kind)
     out = run_python(f"""
-        from pisces.core.settings import Settings
-        from pisces.core.prompt_templates import load_templates
-        from pisces.core.resources import build_system_prompt
+        from pisces.core.config.settings import Settings
+        from pisces.core.resources.templates import load_templates
+        from pisces.core.resources.system_prompt import build_system_prompt
         cwd = {str(project)!r}
         s = Settings({str(tmp_path / "agent")!r}, cwd)
         templates = load_templates(cwd)
@@ -114,7 +114,7 @@ def test_hostile_models_and_auth_json_are_refused(tmp_path, kind):
     plant(str(agent / "auth.json"), kind)
     out = run_python(f"""
         os.environ["PISCES_CODING_AGENT_DIR"] = {str(agent)!r}
-        from pisces.core.models_registry import ModelRegistry
+        from pisces.core.config.models_registry import ModelRegistry
         reg = ModelRegistry({str(agent)!r})
         report({{"models": reg.load_error, "auth": reg.auth.load_error}})
     """, stdin=None, memory=768 << 20)
@@ -131,8 +131,8 @@ def test_enabled_models_globs_are_linear(tmp_path):
     out = run_python(f"""
         os.environ["PISCES_CODING_AGENT_DIR"] = {str(agent)!r}
         os.environ["ANTHROPIC_API_KEY"] = "k"
-        from pisces.core.models_registry import ModelRegistry
-        from pisces.core.settings import Settings
+        from pisces.core.config.models_registry import ModelRegistry
+        from pisces.core.config.settings import Settings
         reg = ModelRegistry({str(agent)!r})
         scoped = reg.resolve_scope(Settings({str(agent)!r}, {str(tmp_path)!r}).enabled_models)
         report({{"scoped": len(scoped), "warnings": reg.warnings}})

@@ -231,7 +231,7 @@ def test_project_extensions_load_only_when_trusted(home, spawn):
     assert [c["name"] for c in p.ok({"type": "get_commands"})["commands"]] == []
     p.close()
     assert "not trusted" in p.stderr
-    from pisces.core.trust import trust_project
+    from pisces.core.config.trust import trust_project
 
     trust_project(home.cwd, home.agent_dir)
     q = spawn("--faux-script", home.faux_script([]))

@@ -55,7 +55,7 @@ def test_stream_options_booleans_and_bad_values(home, spawn):
     # an option left out keeps its current value
     assert p.ok({"type": "set_stream_options", "messageSnapshots": True}) == {
         "profile": "lean", "partial": False, "messageSnapshots": True, "seq": False}
-    # seq: events numbered as the web host numbers them (pisces.modes.host); off again restores pi's frames
+    # seq: events numbered as the web host numbers them (pisces.modes.host.host); off again restores pi's frames
     assert p.ok({"type": "set_stream_options", "seq": True})["seq"] is True
     p.send({"id": "n", "type": "set_session_name", "name": "numbered"})
     numbered = p.until(lambda f: f.get("type") == "session_info_changed")[-1]

@@ -110,8 +110,8 @@ class Exchange:
 # Strategies: commands
 # ------------------------------------------------------------------------------------------------
 def _command_names() -> list[str]:
-    from pisces.modes.rpc.handlers import COMMANDS
-    from pisces.modes.rpc.protocol import ALIASES
+    from pisces.modes.host.commands import COMMANDS
+    from pisces.modes.host.protocol import ALIASES
 
     return sorted(set(COMMANDS) | set(ALIASES) | {"extension_ui_response"})
 

@@ -27,7 +27,8 @@ def take_stdout() -> int:
 async def open_session_or_report(args: Any) -> Any:
     """The session the command line asks for, or, when its configuration is refused, the exit code after the
     reason was written to stderr (callers: ``if isinstance(session, int): return session``)."""
-    from pisces.core.sdk import SessionConfigError, open_session_from_args
+    from pisces.core.errors import SessionConfigError
+    from pisces.core.session.build import open_session_from_args
 
     try:
         return await open_session_from_args(args)

@@ -68,7 +68,7 @@ def catalogue_lines(registry: Any, search: str | None = None) -> list[str]:
 
 
 def run_list_models(search: str | None, *, api_key: str | None = None, provider: str | None = None) -> int:
-    from pisces.core.models_registry import ModelRegistry
+    from pisces.core.config.models_registry import ModelRegistry
 
     registry = ModelRegistry(api_key_override=api_key, override_provider=provider, enable_faux=True)
     if registry.load_error:

@@ -58,8 +58,8 @@ def _read_line(inp: TextIO, timeout_s: float) -> str | None:
 
 def pick_session(args: Any) -> str | int | None:
     """The chosen session file, None when nothing was chosen (exit 0, as pi), or an exit code on error."""
-    from pisces.core.paths import agent_dir
-    from pisces.core.settings import Settings
+    from pisces.core.config.paths import agent_dir
+    from pisces.core.config.settings import Settings
     from pisces.core.store import list_sessions, resolve_session_dir
 
     cwd = os.getcwd()

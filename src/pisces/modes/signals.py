@@ -27,8 +27,8 @@ def exit_code(signum: int) -> int:
 
 def kill_tool_processes() -> None:
     """Kill every command the agent still runs (the last step before leaving). Free when no command ever ran:
-    the registry lives in ``pisces.core.bash_exec``, which is not imported until one does."""
-    bash_exec = sys.modules.get("pisces.core.bash_exec")
+    the registry lives in ``pisces.core.tools.bash_exec``, which is not imported until one does."""
+    bash_exec = sys.modules.get("pisces.core.tools.bash_exec")
     if bash_exec is not None:
         bash_exec.kill_running_process_groups()
 

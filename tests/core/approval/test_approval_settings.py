@@ -9,7 +9,7 @@ import os
 import pytest
 
 from pisces.core.approval import SessionApproval
-from pisces.core.settings import Settings, SettingsWriteError
+from pisces.core.config.settings import Settings, SettingsWriteError
 
 
 def _gate(agent_dir: str, cwd: str) -> SessionApproval:

@@ -9,8 +9,8 @@ import os
 import pytest
 
 from pisces.core.budget.policy import BudgetPolicyError, policy_from_request, policy_from_settings
-from pisces.core.settings import Settings
-from pisces.core.trust import trust_project
+from pisces.core.config.settings import Settings
+from pisces.core.config.trust import trust_project
 
 
 @pytest.fixture
@@ -110,7 +110,7 @@ def test_budget_settings_are_read_only_when_present(dirs, monkeypatch):
     import subprocess
     import sys
 
-    code = ("import sys; from pisces.core.sdk import create_agent_session as c; s = c(provider='faux', "
+    code = ("import sys; from pisces.core.session.build import create_agent_session as c; s = c(provider='faux', "
             "no_session=True); print(s.budget is None, 'pisces.core.budget' in sys.modules)")
     env = {**os.environ, "PISCES_CODING_AGENT_DIR": dirs.agent}
     dirs({"task": {"isolation": {"mode": "worktree"}}})

@@ -150,7 +150,7 @@ def budget_session(faux, tmp_path):
     made = []
 
     def make_session(budget: dict | None, tools: list[str] | None = None):
-        from pisces.core.sdk import create_agent_session
+        from pisces.core.session.build import create_agent_session
 
         with open(os.path.join(agent_dir, "settings.json"), "w") as f:
             json.dump({"task": {"budget": budget}} if budget is not None else {}, f)

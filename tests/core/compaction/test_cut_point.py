@@ -19,7 +19,7 @@ from pisces.core.compaction import (
     prepare_compaction,
     serialize_conversation,
 )
-from pisces.core.session_views import estimate_context_tokens, estimate_tokens
+from pisces.core.session.views import estimate_context_tokens, estimate_tokens
 from pisces.core.store import BashExecutionMessage, CompactionSummaryMessage, SessionManager, entry_type, message_role
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pisces.core.sdk import create_agent_session_async
+from pisces.core.session.build import create_agent_session_async
 
 
 class Recorder:

@@ -6,10 +6,11 @@ import pytest
 from ext_helpers import make, texts
 
 from pisces.agent.types import ToolExecutionEndEvent, ToolExecutionUpdateEvent
-from pisces.core.extensions.host import LoadResult, resolve_flags
+from pisces.core.extensions.binding import LoadResult, resolve_flags
 from pisces.core.extensions.runner import ExtensionRunner
 from pisces.core.extensions.api import Extension, ExtensionAPI, Runtime
-from pisces.core.sdk import UsageError, create_agent_session
+from pisces.core.errors import UsageError
+from pisces.core.session.build import create_agent_session
 from pisces.core.store.messages import CustomMessage
 
 
@@ -47,7 +48,7 @@ async def test_a_failing_command_is_reported_and_the_prompt_still_succeeds(tmp_p
 
 async def test_queued_messages_refuse_extension_commands(tmp_path, faux):
     session, _ = await make(tmp_path, lambda pi: pi.register_command("x", handler=lambda a: None))
-    from pisces.core.session import SessionError
+    from pisces.core.errors import SessionError
 
     with pytest.raises(SessionError, match=r'Extension command "/x" cannot be queued'):
         session.steer("/x now")

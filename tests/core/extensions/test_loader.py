@@ -15,7 +15,7 @@ from pisces.core.extensions.loader import discover, load_all
 
 
 def trust(cwd, agent_dir):
-    from pisces.core.trust import trust_project
+    from pisces.core.config.trust import trust_project
 
     trust_project(str(cwd), str(agent_dir))
 

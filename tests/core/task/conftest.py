@@ -54,7 +54,7 @@ def task_settings(agent_dir: str):
 def session(faux, repo):
     """``session(cwd=repo)``: an AgentSession on the faux model, task tool active, events recorded in
     ``session.events``."""
-    from pisces.core.sdk import create_agent_session
+    from pisces.core.session.build import create_agent_session
 
     made = []
 

@@ -100,8 +100,8 @@ def test_discovery_precedence_and_trust(tmp_path, monkeypatch):
 
 
 def test_trust_comes_from_the_shared_trust_module(tmp_path):
-    """Interface 1: the project trust of ``pisces.core.trust`` (trust.json) decides."""
-    from pisces.core.trust import trust_project
+    """Interface 1: the project trust of ``pisces.core.config.trust`` (trust.json) decides."""
+    from pisces.core.config.trust import trust_project
 
     agent_dir, project = str(tmp_path / "agent"), str(tmp_path / "proj")
     os.makedirs(agent_dir)

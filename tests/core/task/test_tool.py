@@ -35,7 +35,7 @@ def one(tasks_id: str = "T", assignment: str = "do it") -> list[dict]:
 
 
 def test_task_tool_is_registered_but_not_active_by_default_and_loads_lazily(faux, repo):
-    from pisces.core.sdk import create_agent_session
+    from pisces.core.session.build import create_agent_session
 
     for name in ("pisces.core.task.tool", "pisces.core.task.runner", "pisces.core.task.isolation"):
         sys.modules.pop(name, None)
@@ -249,7 +249,7 @@ async def test_stale_worktrees_of_a_dead_process_are_swept(session, task_setting
 
 async def test_project_agent_overrides_bundled_only_in_a_trusted_project(session, repo, agent_dir):
     from pisces.ai.providers.faux import SCRIPT
-    from pisces.core.trust import trust_project
+    from pisces.core.config.trust import trust_project
 
     path = os.path.join(repo, ".pisces", "agents", "explore.md")
     os.makedirs(os.path.dirname(path))
@@ -347,7 +347,7 @@ async def test_abort_during_verification_kills_the_command_and_cleans_up(session
 async def test_subagents_share_the_sessions_file_backend_except_in_a_worktree(faux, repo, task_settings):
     """A mode that serves a session's files (ACP: the editor's buffers) serves its subagents' too; an isolated
     subagent works in a local worktree, which only the local file system has."""
-    from pisces.core.sdk import create_agent_session
+    from pisces.core.session.build import create_agent_session
     from pisces.core.tools.backends import ToolBackends
 
     class Files:

@@ -11,7 +11,7 @@ import pytest
 
 from pisces.agent.types import ToolError
 from pisces.ai.abort import AbortSignal
-from pisces.core.bash_exec import ProcessOutcome
+from pisces.core.tools.bash_exec import ProcessOutcome
 from pisces.core.tools import BashTool, EditTool, ReadTool, WriteTool, create_tools
 from pisces.core.tools.backends import BackendError, ToolBackends
 from tools_testutil import text_of

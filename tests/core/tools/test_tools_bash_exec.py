@@ -1,7 +1,7 @@
 import os
 
 from pisces.ai.abort import AbortSignal
-from pisces.core.bash_exec import OutputAccumulator, get_shell_config, run_shell, sanitize_output
+from pisces.core.tools.bash_exec import OutputAccumulator, get_shell_config, run_shell, sanitize_output
 
 
 async def test_run_shell_result(tmp_path):

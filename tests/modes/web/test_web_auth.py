@@ -99,8 +99,8 @@ def test_rpc_without_web_never_imports_the_server(home):
                          timeout=60)
     assert json.loads(run.stdout.splitlines()[-1])["id"] == "s"
     imported = [line.split("|")[-1].strip() for line in run.stderr.decode().splitlines() if "|" in line]
-    assert "pisces.modes.rpc.server" in imported and "pisces.modes.host" in imported  # the log is real
-    assert not [m for m in imported if m.startswith(("websockets", "pisces.modes.web", "pisces.modes.replay"))]
+    assert "pisces.modes.rpc.server" in imported and "pisces.modes.host.host" in imported  # the log is real
+    assert not [m for m in imported if m.startswith(("websockets", "pisces.modes.web", "pisces.modes.host.replay"))]
 
 
 def test_rpc_with_web_refuses_bad_flags(home):

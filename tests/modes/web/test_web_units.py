@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from websockets.frames import Frame, Opcode
 
-from pisces.modes.host import with_seq
-from pisces.modes.replay import ReplayBuffer
+from pisces.modes.host.host import with_seq
+from pisces.modes.host.replay import ReplayBuffer
 from pisces.modes.web.auth import WebAuth
 from pisces.modes.web.server import safe_join, ws_frame, STATIC
 

@@ -317,7 +317,7 @@ def describe_transport_error(exc: BaseException) -> str | None:
 
 def with_retry_after(message: str, exc: BaseException) -> str:
     """Append the server's Retry-After (seconds) to an HTTP error's text, so that pisces' own retry can
-    honour it (see pisces.core.retry.retry_after_ms)."""
+    honour it (see pisces.core.session.retry.retry_after_ms)."""
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     value = headers.get("retry-after") if headers is not None else None

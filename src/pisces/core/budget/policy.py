@@ -162,7 +162,7 @@ def tighten(base: dict[str, Any], stricter: dict[str, Any]) -> dict[str, Any]:
 
 def policy_from_settings(settings: Any, warn: Any = None) -> BudgetPolicy | None:
     """The session's policy from ``task.budget.*``; None when no limit is set (``warnAtRatio`` alone is not
-    a budget). ``settings`` is a ``pisces.core.settings.Settings``; ``warn(text)`` reports ignored values."""
+    a budget). ``settings`` is a ``pisces.core.config.settings.Settings``; ``warn(text)`` reports ignored values."""
     say = warn or (lambda text: sys.stderr.write(f"pisces: {text}\n"))
     values = _checked(section(settings.global_settings()), settings.global_path, say)
     project = _checked(section(settings.project_settings()), settings.project_path, say)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pisces.core.session_views import estimate_context_tokens, estimate_tokens
+from pisces.core.compaction.tokens import estimate_context_tokens, estimate_tokens
 from pisces.core.store import RawEntry, build_session_context, entry_type, message_role
 from pisces.core.store.messages import (
     create_branch_summary_message,

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from pisces.ai.stream import complete
 from pisces.ai.types import Context, Model, StreamOptions, TextContent, UserMessage, now_ms
-from pisces.core.session_views import estimate_tokens
+from pisces.core.compaction.tokens import estimate_tokens
 from pisces.core.store import convert_to_llm, entry_type, message_role
 
 from . import prompts

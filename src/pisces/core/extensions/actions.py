@@ -87,7 +87,7 @@ class Actions:
         return [t.name for t in self.session.agent.tools]
 
     def get_all_tools(self) -> list[dict[str, Any]]:
-        from pisces.core.tool_groups import tool_source_info
+        from pisces.core.tools.groups import tool_source_info
 
         return [{"name": t.name, "description": t.description, "parameters": t.parameters,
                  "sourceInfo": tool_source_info(self.session, t)} for t in self.session.all_tools.values()]

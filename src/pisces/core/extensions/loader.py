@@ -47,8 +47,8 @@ class Source:
 
 
 def is_trusted(cwd: str, agent_dir: str) -> bool:
-    """pisces.core.trust's answer (--approve, trust.json, defaultProjectTrust)."""
-    from pisces.core.trust import is_project_trusted
+    """pisces.core.config.trust's answer (--approve, trust.json, defaultProjectTrust)."""
+    from pisces.core.config.trust import is_project_trusted
 
     try:
         return bool(is_project_trusted(cwd, agent_dir))

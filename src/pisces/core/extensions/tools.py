@@ -100,7 +100,7 @@ async def run_exec(command: str, args: list[str], *, signal: Any = None, timeout
 
     def kill() -> None:
         nonlocal killed
-        from pisces.core.bash_exec import kill_process_group
+        from pisces.core.tools.bash_exec import kill_process_group
 
         killed = True
         kill_process_group(proc.pid)

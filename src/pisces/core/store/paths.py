@@ -16,8 +16,8 @@ __all__ = [
     "session_file_name",
 ]
 
-from pisces.core.paths import AGENT_DIR_ENV, PI_SESSION_DIR_ENV, SESSION_DIR_ENV, env_value
-from pisces.core.paths import agent_dir as _agent_dir
+from pisces.core.config.paths import AGENT_DIR_ENV, PI_SESSION_DIR_ENV, SESSION_DIR_ENV, env_value
+from pisces.core.config.paths import agent_dir as _agent_dir
 
 _SEPARATORS = re.compile(r"[/\\:]")
 

@@ -54,7 +54,7 @@ def register_task_tool(tools: dict[str, AgentTool], session_ref: Callable[[], An
     subagents working in the session's directory share (isolated ones work in a local git worktree)."""
 
     def host() -> Any:
-        from pisces.core.task.host import TaskHost
+        from pisces.core.task.task_host import TaskHost
 
         return TaskHost.for_session(session_ref(), agent_dir, backends)
 

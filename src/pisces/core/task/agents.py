@@ -205,7 +205,7 @@ def discover_agents(cwd: str, agent_dir: str, *, project_trusted: bool) -> Disco
 
 
 def is_project_trusted(cwd: str, agent_dir: str) -> bool:
-    """Whether ``cwd``'s own agent definitions may be used (the project is trusted: pisces.core.trust)."""
-    from pisces.core.trust import is_project_trusted as trusted
+    """Whether ``cwd``'s own agent definitions may be used (the project is trusted: pisces.core.config.trust)."""
+    from pisces.core.config.trust import is_project_trusted as trusted
 
     return bool(trusted(cwd, agent_dir))

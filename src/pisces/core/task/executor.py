@@ -32,7 +32,7 @@ from pisces.ai.types import AssistantMessage, TextContent
 from pisces.core.task import prompts
 from pisces.core.task.agents import AgentDefinition
 from pisces.core.task.hooks import UsageReport
-from pisces.core.task.host import TaskHost
+from pisces.core.task.task_host import TaskHost
 from pisces.core.task.progress import new_progress
 
 MAX_OUTPUT_BYTES = 500_000
@@ -82,7 +82,7 @@ def resolve_model(host: TaskHost, patterns: list[str] | None) -> tuple[Any, str 
     """(model, thinking level named by the pattern, the pattern that matched): the first pattern that names an
     available model, else the parent's current model."""
     if patterns:
-        from pisces.core.models_registry import parse_model_pattern
+        from pisces.core.config.models_registry import parse_model_pattern
 
         available = host.registry.get_available()
         for pattern in patterns:
@@ -133,7 +133,7 @@ async def run_subagent(run: SubagentRun, host: TaskHost, signal: AbortSignal,
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - a crashed subagent is a failed task, never a crashed batch
-        from pisces.core.session import SessionError
+        from pisces.core.errors import SessionError
 
         error = str(exc) if isinstance(exc, SessionError) else "".join(
             traceback.format_exception_only(type(exc), exc)).strip()
@@ -161,9 +161,8 @@ class _RunState:
 
 
 async def _build_child(run: SubagentRun, host: TaskHost) -> Any:
-    from pisces.core.resources import build_system_prompt
-    from pisces.core.session import AgentSession
-    from pisces.core.settings import Settings
+    from pisces.core.resources.system_prompt import build_system_prompt
+    from pisces.core.config.settings import Settings
     from pisces.core.store import SessionManager
     from pisces.core.task import LazyTaskTool
     from pisces.core.task.submit import SubmitResultTool
@@ -198,7 +197,9 @@ async def _build_child(run: SubagentRun, host: TaskHost) -> Any:
         return prompts.subagent_system_prompt(base, run.agent.system_prompt, worktree=run.worktree,
                                               output_schema=tools["submit_result"].output_schema)
 
-    child = AgentSession(cwd=run.cwd, settings=settings, registry=host.registry,
+    if host.new_session is None:
+        raise RuntimeError("this task host cannot build a subagent's session (TaskHost.new_session is not set)")
+    child = host.new_session(cwd=run.cwd, settings=settings, registry=host.registry,
                          store=SessionManager.in_memory(run.cwd), model=model, thinking_level=level, tools=tools,
                          active_tools=list(tools), system_prompt_builder=system_prompt)
     holder.append(child)

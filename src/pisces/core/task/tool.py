@@ -20,7 +20,7 @@ from pisces.core.task import agents as agent_defs
 from pisces.core.task import isolation, merge, prompts, verify
 from pisces.core.task.config import ISOLATION_MODES, TaskConfig
 from pisces.core.task.executor import add_usage, zero_usage
-from pisces.core.task.host import TaskHost
+from pisces.core.task.task_host import TaskHost
 from pisces.core.task.progress import ProgressBoard, new_progress
 from pisces.core.task.runner import Batch, TaskItem, refused, run_task
 from pisces.core.task.schema import task_schema
@@ -315,12 +315,12 @@ def _may_drop_artifacts(isolated: bool, applied: bool | None, results: list[dict
 
 
 def _shell(settings: Any) -> tuple[str, list[str]]:
-    from pisces.core.bash_exec import get_shell_config
+    from pisces.core.tools.bash_exec import get_shell_config
 
     return get_shell_config(settings.shell_path)
 
 
 def _shell_env() -> dict[str, str]:
-    from pisces.core.bash_exec import get_shell_env
+    from pisces.core.tools.bash_exec import get_shell_env
 
     return get_shell_env()

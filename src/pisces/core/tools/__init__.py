@@ -1,7 +1,7 @@
 """The built-in tools: read, bash, edit, write (on by default) and grep, find, ls.
 
 Tool modules are imported on first use, so importing this package (or ``truncate`` alone, as
-``pisces.core.bash_exec`` does) stays cheap and free of import cycles.
+``pisces.core.tools.bash_exec`` does) stays cheap and free of import cycles.
 """
 
 from __future__ import annotations

@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 if TYPE_CHECKING:
     from pisces.ai.abort import AbortSignal
-    from pisces.core.bash_exec import ProcessOutcome
+
+
+@dataclass(slots=True)
+class ProcessOutcome:
+    """How a command ended: what ``run_process`` and every shell backend return."""
+
+    exit_code: int | None     # None when killed by a signal (as Node reports it)
+    cancelled: bool
+    timed_out: bool
 
 
 class BackendError(Exception):

@@ -14,7 +14,7 @@ from typing import Any
 from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import TextContent
-from pisces.core.bash_exec import OutputAccumulator, OutputSnapshot, ShellError, run_shell
+from pisces.core.tools.bash_exec import OutputAccumulator, OutputSnapshot, ShellError, run_shell
 
 from ._common import text_result
 from .backends import BackendError, ShellBackend

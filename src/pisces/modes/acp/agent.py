@@ -154,7 +154,8 @@ class PiscesAgent:
         return await self._open(cwd, path)
 
     async def _open(self, cwd: str, path: str | None) -> AcpSession:
-        from pisces.core.sdk import SessionConfigError, create_session_from_args
+        from pisces.core.errors import SessionConfigError
+        from pisces.core.session.build import create_session_from_args
 
         binding = Binding()
         backends = self._backends(binding)

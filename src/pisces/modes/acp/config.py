@@ -63,7 +63,7 @@ class SessionSettings:
 
     def set_option(self, config_id: str, value: Any) -> None:
         """Apply one option; a SessionError (unknown model) or a bad value becomes invalid params."""
-        from pisces.core.session import SessionError
+        from pisces.core.errors import SessionError
 
         if not isinstance(value, str):
             raise RequestError.invalid_params({"configId": config_id, "reason": "pisces options take a string value"})

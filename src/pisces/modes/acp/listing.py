@@ -11,8 +11,8 @@ from typing import Any
 from acp import RequestError
 from acp.schema import ListSessionsResponse, SessionInfo
 
-from pisces.core.paths import agent_dir
-from pisces.core.settings import Settings
+from pisces.core.config.paths import agent_dir
+from pisces.core.config.settings import Settings
 from pisces.core.store import list_sessions, resolve_session_dir
 
 PAGE_SIZE = 50

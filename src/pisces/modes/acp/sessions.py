@@ -83,7 +83,7 @@ class AcpSession:
 
     # ------------------------------------------------------------------------------------------
     async def prompt(self, blocks: list[Any]) -> PromptResponse:
-        from pisces.core.session import SessionError
+        from pisces.core.errors import SessionError
 
         text, images = prompt_from_blocks(blocks)
         async with self._turn:
@@ -159,7 +159,7 @@ class AcpSession:
             return name
         if self._title is not None:
             return self._title
-        from pisces.core.session_views import fork_messages
+        from pisces.core.session.views import fork_messages
 
         first = fork_messages(self.session.store.get_entries())
         if not first:

@@ -2,7 +2,7 @@
 
 At start-up the real stdout is duplicated to a private descriptor and descriptor 1 is pointed at stderr,
 so a stray ``print`` (ours, a library's, or a child process's) can never corrupt the protocol stream.
-Frames are encoded by the stream encoder (``pisces.modes.stream_encoding``) for the writer's profile.
+Frames are encoded by the stream encoder (``pisces.modes.host.encoding``) for the writer's profile.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from pisces.modes.entry import take_stdout
-from pisces.modes.stream_encoding import FULL, StreamEncoder
+from pisces.modes.host.encoding import FULL, StreamEncoder
 
 
 class FrameWriter:

@@ -16,44 +16,13 @@ from typing import Any
 
 import msgspec
 
-from pisces.modes.host import ANSWER_TYPES, Client, Host, message
+from pisces.modes.host.framing import parse_line
+from pisces.modes.host.host import ANSWER_TYPES, Client, Host, message
 from pisces.modes.rpc.output import FrameWriter
 
-_decoder = msgspec.json.Decoder()
 
 WARM_UP_IDLE_S = 0.1  # no line for this long: the agent is idle, time to import the model's SDK
 WARM_UP_MAX_DELAY_S = 1.0  # a steady stream of lines postpones that for no longer
-
-
-def parse_line(raw: bytes) -> tuple[Any, str | None]:
-    """Decode one input line; returns (value, None) or (None, pi's parse error message)."""
-    if raw.endswith(b"\r"):
-        raw = raw[:-1]
-    try:
-        return _decoder.decode(raw), None
-    except (msgspec.DecodeError, UnicodeDecodeError, ValueError, RecursionError):
-        pass
-    text = raw.decode("utf-8", "replace")
-    try:
-        # what JSON.parse accepts and msgspec does not (e.g. lone surrogates); NaN and Infinity are not JSON
-        return json.loads(text, parse_constant=_reject_constant, parse_int=_js_int), None
-    except (ValueError, RecursionError):
-        pass
-    from pisces.modes.rpc.jsonerror import describe_json_error  # only bad input pays for it
-
-    return None, f"Failed to parse command: {describe_json_error(text)}"
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _js_int(text: str) -> int | float:
-    """An integer literal; one longer than Python converts (4300 digits) is a double, as in JSON.parse."""
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
 
 
 class StdioClient(Client):
@@ -142,7 +111,7 @@ class RpcServer:
             self.out.write({"type": "ready"})
         settings = self.session.settings
         if settings.ignored_project_settings:  # the host learns what the untrusted project did not get
-            from pisces.core.trust import project_trust_event
+            from pisces.core.config.trust import project_trust_event
 
             self._emit(project_trust_event(settings.cwd, settings.project_path, settings.ignored_project_settings))
         self._schedule_warm_up(loop)

@@ -42,7 +42,7 @@ def host_options(session: Any) -> dict[str, Any]:
 
 def new_host(session: Any) -> Any:
     """The host that serves ``session`` to browsers (and, with ``--web``, beside the stdio client)."""
-    from pisces.modes.host import Host
+    from pisces.modes.host.host import Host
 
     return Host(session, resumable=True, **host_options(session))
 
