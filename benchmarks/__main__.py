@@ -172,14 +172,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 from benchmarks.bench_rpc import RpcHarness
 
                 harness = RpcHarness(cfg, res)
-            except Exception as exc:  # noqa: BLE001 - e.g. no ../shared/conformance: RPC figures n/a
+            except Exception as exc:
                 res.notes.append(f"RPC figures not measured: {type(exc).__name__}: {exc}")
                 cfg.log(res.notes[-1])
         for name in only:
             t = time.time()
             try:
                 run_module(name, cfg, res, wl, harness)
-            except Exception as exc:  # noqa: BLE001 - one module failing must not lose the others
+            except Exception as exc:
                 msg = f"{name}: {type(exc).__name__}: {exc}"
                 res.notes.append(msg)
                 res.not_measured.append({"figure": name, "side": "both", "why": msg})

@@ -154,7 +154,7 @@ def machine_info() -> dict[str, Any]:
         import pisces
 
         info["pisces"] = pisces.__version__
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     info["git_commit"] = _run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"]) or None
     return info

@@ -22,8 +22,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pisces.core.compaction import prepare_compaction, prompts, serialize_conversation  # noqa: E402
-from pisces.core.store import SessionManager, convert_to_llm  # noqa: E402
+from pisces.core.compaction import prepare_compaction, prompts, serialize_conversation
+from pisces.core.store import SessionManager, convert_to_llm
 
 KEEP_RECENT_TOKENS = 20000  # the settings default (compaction.keepRecentTokens)
 
@@ -105,8 +105,8 @@ def main() -> int:
     import shutil as _sh
     import tempfile
 
-    from benchmarks._common import Config, Results, find_pi
     from benchmarks.__main__ import print_table
+    from benchmarks._common import Config, Results, find_pi
     from benchmarks.bench_rpc import RpcHarness
     from benchmarks.workloads import Workloads
 

@@ -21,10 +21,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-from scripted_server import Reply, ScriptedServer  # noqa: E402  (the tests' scripted SSE server)
-
-from pisces.ai.stream import stream  # noqa: E402
-from pisces.ai.types import Context, Model, StreamOptions, UserMessage  # noqa: E402
+from pisces.ai.stream import stream
+from pisces.ai.types import Context, Model, StreamOptions, UserMessage
+from scripted_server import Reply, ScriptedServer
 
 IMPORTS = {
     "pisces": "import pisces",

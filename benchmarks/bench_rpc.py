@@ -121,7 +121,7 @@ class RpcHarness:
                 a = self.spawn(spec)
                 a.request({"type": "get_state"}, 60)
                 a.close()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 self.cfg.log(f"warm-up of {spec.name} failed: {exc}")
 
     def spawn(self, spec: AgentSpec, cwd: Path | str | None = None, args: list[str] | None = None) -> Any:
@@ -143,7 +143,7 @@ class RpcHarness:
             for spec in self.agents:
                 try:
                     metrics = fn(spec)
-                except Exception as exc:  # noqa: BLE001 - one agent failing must not stop the run
+                except Exception as exc:
                     msg = f"{type(exc).__name__}: {exc}"
                     self.errors[spec.name] = msg
                     self.cfg.log(f"  {spec.name}: {msg}")
@@ -271,7 +271,7 @@ def run(cfg: Config, res: Results, harness: RpcHarness) -> None:
         fx = run_faux(cfg.rounds, words)["samples"]
         res.add(Figure("rpc_faux_reply_ms", f"{words}-chunk reply, faux model (no HTTP, no SDK)", "ms",
                        fx["roundtrip_ms"], ref_missing="pi 0.73.1 has no faux model"))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         res.skip("rpc_faux_reply_ms", f"{words}-chunk reply, faux model", f"{type(exc).__name__}: {exc}")
 
 

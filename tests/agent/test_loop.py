@@ -21,13 +21,13 @@ from pisces.agent.types import (
 )
 from pisces.ai.models import FAUX_MODELS
 from pisces.ai.types import (
+    UNSET,
     AssistantMessage,
     StreamOptions,
     TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
-    UNSET,
     event_type,
 )
 

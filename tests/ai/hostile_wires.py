@@ -12,9 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from scripted_server import Reply
-
 from pisces.ai.types import Model, ModelCost
+from scripted_server import Reply
 
 SSE_HEADERS = {"content-type": "text/event-stream", "cache-control": "no-cache"}
 

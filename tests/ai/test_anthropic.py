@@ -12,7 +12,6 @@ import msgspec
 import pytest
 from provider_helpers import abort_soon_after_text_deltas, context_factory, options_factory
 from provider_helpers import run_summary as run
-from scripted_server import DROP, Reply, Stall
 
 from pisces.ai.abort import AbortSignal
 from pisces.ai.stream import stream
@@ -31,6 +30,7 @@ from pisces.ai.types import (
     UserMessage,
     event_type,
 )
+from scripted_server import DROP, Reply, Stall
 
 EPHEMERAL = {"type": "ephemeral"}
 

@@ -9,7 +9,6 @@ import msgspec
 import pytest
 from provider_helpers import abort_soon_after_text_deltas, context_factory, options_factory
 from provider_helpers import run_summary as run
-from scripted_server import DROP, Reply, Stall
 
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import (
@@ -26,6 +25,7 @@ from pisces.ai.types import (
     UserMessage,
     event_type,
 )
+from scripted_server import DROP, Reply, Stall
 
 PATH = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
 

@@ -11,7 +11,6 @@ import time
 import msgspec
 import pytest
 from provider_helpers import PNG, ZERO_USAGE, brief, collect, context_factory, final, kinds, options_factory
-from scripted_server import DROP, Reply, Stall
 
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import (
@@ -28,6 +27,7 @@ from pisces.ai.types import (
     UserMessage,
     event_type,
 )
+from scripted_server import DROP, Reply, Stall
 
 
 def make_model(server, **kw) -> Model:

@@ -8,7 +8,6 @@ import time
 import msgspec
 import pytest
 from provider_helpers import PNG, ZERO_USAGE, brief, collect, context_factory, final, kinds, options_factory
-from scripted_server import DROP, Reply, Stall
 
 from pisces.ai.abort import AbortSignal
 from pisces.ai.providers.openai_responses import short_hash
@@ -26,6 +25,7 @@ from pisces.ai.types import (
     UserMessage,
     event_type,
 )
+from scripted_server import DROP, Reply, Stall
 
 
 def make_model(server, **kw) -> Model:

@@ -17,10 +17,10 @@ import zlib
 import pytest
 from hostile_wires import SSE_HEADERS, WIRES, Wire
 from provider_helpers import collect, final, kinds
-from scripted_server import Reply, Stall
 
 from pisces.ai.providers._limits import MAX_ERROR_MESSAGE_CHARS, MB
 from pisces.ai.types import Context, StreamOptions, TextContent, ToolCall, ToolResultMessage, UserMessage
+from scripted_server import Reply, Stall
 
 TIMEOUT = 60.0
 

@@ -16,15 +16,15 @@ import msgspec
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-import fake_providers  # noqa: E402
-from fake_providers import API, LOG, model  # noqa: E402
-from provider_helpers import final, kinds  # noqa: E402
+import fake_providers
+from fake_providers import API, LOG, model
+from provider_helpers import final, kinds
 
-from pisces.ai.abort import AbortSignal  # noqa: E402
-from pisces.ai.models import FAUX_MODELS  # noqa: E402
-from pisces.ai.providers import get_provider, register_provider  # noqa: E402
-from pisces.ai.stream import ABORTED_BEFORE_START_MESSAGE, ABORTED_MESSAGE, complete, stream  # noqa: E402
-from pisces.ai.types import (  # noqa: E402
+from pisces.ai.abort import AbortSignal
+from pisces.ai.models import FAUX_MODELS
+from pisces.ai.providers import get_provider, register_provider
+from pisces.ai.stream import ABORTED_BEFORE_START_MESSAGE, ABORTED_MESSAGE, complete, stream
+from pisces.ai.types import (
     Context,
     Model,
     StreamOptions,

@@ -10,7 +10,7 @@ import stat
 import pytest
 
 from bounded import run_python
-from pisces.core.safe_open import (FileTooLargeError, NotRegularFileError, read_bytes, read_text, write_atomic)
+from pisces.core.safe_open import FileTooLargeError, NotRegularFileError, read_bytes, read_text, write_atomic
 
 HOSTILE = ["fifo", "link-to-zero", "link-to-urandom", "link-to-stdin", "huge"]
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 import subprocess
 
-from scripted_server import Reply
-
 from e2eproc import PISCES, compact
+
+from scripted_server import Reply
 
 
 def _chunk(delta: dict | None = None, finish: str | None = None) -> dict:

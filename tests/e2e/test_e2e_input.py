@@ -9,10 +9,9 @@ import os
 import re
 import time
 
+from e2eproc import loads
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
-from e2eproc import loads
 
 PARSE = "Failed to parse command: "
 

@@ -13,9 +13,9 @@ import json
 import time
 
 import pytest
-from scripted_server import DROP, Reply, Stall
-
 from e2eproc import compact
+
+from scripted_server import DROP, Reply, Stall
 
 
 def chunk(delta: dict | None = None, finish: str | None = None) -> dict:

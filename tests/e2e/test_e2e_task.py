@@ -9,9 +9,27 @@ import json
 import os
 import time
 
+from taskkit import (
+    bash,
+    call_task,
+    check_event_shapes,
+    git,
+    lifecycle,
+    make_repo,
+    read,
+    run_prompt,
+    script,
+    settings,
+    start,
+    submit,
+    summary_text,
+    task_result,
+    worktrees,
+    write,
+    write_file,
+)
+
 from proc_table import _info
-from taskkit import (bash, call_task, check_event_shapes, git, lifecycle, make_repo, read, run_prompt, script, start,
-                     settings, submit, summary_text, task_result, worktrees, write, write_file)
 
 ISOLATED = {"isolation": {"mode": "worktree"}}
 

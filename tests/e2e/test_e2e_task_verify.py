@@ -8,9 +8,25 @@ from __future__ import annotations
 
 import os
 
+from taskkit import (
+    bash,
+    call_task,
+    check_event_shapes,
+    lifecycle,
+    make_repo,
+    read,
+    run_prompt,
+    script,
+    settings,
+    start,
+    submit,
+    summary_text,
+    task_result,
+    worktrees,
+    write_file,
+)
+
 from proc_table import _info
-from taskkit import (bash, call_task, check_event_shapes, lifecycle, make_repo, read, run_prompt, script, start,
-                     settings, submit, summary_text, task_result, worktrees, write_file)
 
 # "check" passes when out.txt says "good"; like a real test run it leaves a file behind, which must never come
 # back with the task's patch

@@ -17,7 +17,6 @@ import sys
 import threading
 
 import pytest
-
 from e2eproc import PISCES
 
 

@@ -19,7 +19,6 @@ import threading
 import time
 
 import pytest
-
 from e2eproc import PISCES
 
 CACHE = os.environ.get("PISCES_CONFORMANCE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",

@@ -18,9 +18,9 @@ import shutil
 import subprocess
 
 import pytest
-from scripted_server import Recorded, Reply, ScriptedServer
-
 from e2eproc import PISCES
+
+from scripted_server import Recorded, Reply, ScriptedServer
 from shared_paths import SHARED
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "published")

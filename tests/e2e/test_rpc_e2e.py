@@ -8,9 +8,9 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rpcproc import RpcProc
 
 from proc_table import live_processes
-from rpcproc import RpcProc
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 
 from robust_harness import Agent, events_of, write_scripted_config
-from scripted_server import Reply
 
 from pisces.ai.providers._limits import MAX_ERROR_MESSAGE_CHARS
+from scripted_server import Reply
 
 MB = 1024 * 1024
 SETTLE_TIMEOUT = 60.0

@@ -21,9 +21,7 @@ from collections import Counter
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from robust_harness import NO_ID, SILENT, Agent, expected_reply, response_key, write_faux_script
-
 
 FAUX_REPLIES = [
     {"text": "ok"},

@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from robust_harness import Agent, events_of, write_scripted_config
+
 from scripted_server import DROP, Reply, Stall
 
 MAX_RETRIES = 2

@@ -21,9 +21,9 @@ import sys
 import time
 
 import pytest
+from robust_harness import Agent, agent_env, default_signals, strict_frame, write_faux_script
 
 from proc_table import descendants, in_groups, live_processes
-from robust_harness import Agent, agent_env, default_signals, strict_frame, write_faux_script
 
 SLEEPER = "sleep 30 & sleep 31; wait"
 EXIT_TIMEOUT = 15.0  # only bounds a hang: a clean exit takes well under a second

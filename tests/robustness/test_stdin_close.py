@@ -14,9 +14,9 @@ import signal
 import time
 
 import pytest
+from robust_harness import Agent, write_faux_script, write_scripted_config
 
 from proc_table import children_of, descendants, in_groups, live_processes
-from robust_harness import Agent, write_faux_script, write_scripted_config
 from scripted_server import Reply, Stall
 
 EXIT_WITHIN = 10.0  # a bound on a hang, far below the sleepers' 30 s

@@ -269,7 +269,7 @@ class RpcClient(RpcCommands):
         the chunk it came in, and every later line, would be lost and the calls waiting on them would hang)."""
         try:
             self._take_line(line)
-        except Exception:  # noqa: BLE001 - a bug on our side: log it, keep reading
+        except Exception:
             log.exception("could not handle a line from the agent: %r", line[:200])
 
     def _take_line(self, line: bytes) -> None:
@@ -349,7 +349,7 @@ class RpcClient(RpcCommands):
                     task = asyncio.ensure_future(result)
                     self._tasks.add(task)
                     task.add_done_callback(self._callback_done)
-            except Exception:  # noqa: BLE001 - a subscriber's bug must not stop the reader
+            except Exception:
                 log.exception("event callback failed")
         for stream in list(self._streams):
             stream._push(event)

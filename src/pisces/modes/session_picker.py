@@ -74,7 +74,7 @@ def pick_session(args: Any) -> str | int | None:
         if sys.stdin is not None and sys.stdin.isatty():
             inp = sys.stdin
         else:
-            inp = open("/dev/tty", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed below
+            inp = open("/dev/tty", encoding="utf-8", errors="replace")
             close = True
     except OSError:
         sys.stderr.write("pisces: --resume needs a terminal to pick a session; use --session <path|id> or "

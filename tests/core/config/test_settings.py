@@ -2,10 +2,10 @@ import json
 import os
 
 import pytest
-from shared_paths import SHARED
 
 from pisces.core.config import paths
 from pisces.core.config.settings import Settings, deep_merge, dumps_js
+from shared_paths import SHARED
 
 PI_SETTINGS_AFTER_SETTERS = os.path.join(SHARED, "conformance", "pi-0.73.1", "01_startup_state", "settings.json")
 

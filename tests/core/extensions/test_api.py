@@ -6,10 +6,10 @@ import pytest
 from ext_helpers import make, texts
 
 from pisces.agent.types import ToolExecutionEndEvent, ToolExecutionUpdateEvent
+from pisces.core.errors import UsageError
+from pisces.core.extensions.api import Extension, ExtensionAPI, Runtime
 from pisces.core.extensions.binding import LoadResult, resolve_flags
 from pisces.core.extensions.runner import ExtensionRunner
-from pisces.core.extensions.api import Extension, ExtensionAPI, Runtime
-from pisces.core.errors import UsageError
 from pisces.core.session.build import create_agent_session
 from pisces.core.store.messages import CustomMessage
 

@@ -13,8 +13,8 @@ from ext_helpers import make
 from pisces.agent.types import ToolExecutionEndEvent
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import UserMessage
-from pisces.core.session.build import create_agent_session_async
 from pisces.core.errors import SessionError
+from pisces.core.session.build import create_agent_session_async
 
 
 def _keep_little(tmp_path):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from pisces.core.session.build import create_agent_session
 from pisces.core.resources.skills import format_skills_for_prompt, load_skills, parse_frontmatter
+from pisces.core.session.build import create_agent_session
 
 
 def skill(root, name, description="Does a thing", extra="", body="Body text.\n"):

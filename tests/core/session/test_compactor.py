@@ -9,9 +9,9 @@ import json
 import pytest
 
 from pisces.ai.types import UNSET, AssistantMessage, TextContent, UserMessage
-from pisces.core.session.compactor import OVERFLOW_RETRY_FAILED
-from pisces.core.session.build import create_agent_session
 from pisces.core.errors import SessionError
+from pisces.core.session.build import create_agent_session
+from pisces.core.session.compactor import OVERFLOW_RETRY_FAILED
 from pisces.core.store import entry_type, message_role
 
 SUMMARY_SYSTEM = "context summarization assistant"

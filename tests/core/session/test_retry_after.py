@@ -2,11 +2,10 @@
 
 import asyncio
 
-from scripted_server import Reply
-
 from pisces.ai.stream import complete
 from pisces.ai.types import AssistantMessage, Context, Model, StreamOptions, UserMessage
 from pisces.core.session.retry import RetryPolicy, retry_after_ms
+from scripted_server import Reply
 
 
 async def test_429_retry_after_header_reaches_the_error_text(server):

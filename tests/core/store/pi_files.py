@@ -3,6 +3,7 @@ import json
 import os
 
 import pytest
+
 from shared_paths import SHARED
 
 CONFORMANCE = os.path.join(SHARED, "conformance", "pi-0.73.1")

@@ -6,6 +6,7 @@ import os
 
 import msgspec
 import pytest
+from pi_files import CONFORMANCE, PI_SESSION_FILES, json_lines, needs_pi_files, pi_file_id
 
 from pisces.core.store import (
     CompactionSummaryMessage,
@@ -17,8 +18,6 @@ from pisces.core.store import (
     load_session_file,
     message_role,
 )
-
-from pi_files import CONFORMANCE, PI_SESSION_FILES, json_lines, needs_pi_files, pi_file_id
 
 pytestmark = needs_pi_files
 files = pytest.mark.parametrize("path", PI_SESSION_FILES, ids=[pi_file_id(p) for p in PI_SESSION_FILES])

@@ -2,8 +2,6 @@ import os
 import re
 import uuid
 
-from pisces.core.store import ids as ids_module
-
 from pisces.core.store import (
     agent_dir,
     default_session_dir,
@@ -15,6 +13,7 @@ from pisces.core.store import (
     sessions_root,
     uuid7,
 )
+from pisces.core.store import ids as ids_module
 
 
 def test_encode_cwd_like_pi():

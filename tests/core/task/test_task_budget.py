@@ -7,7 +7,6 @@ from __future__ import annotations
 from task_util import call_task, subagent_events, submit, task_end
 
 
-
 async def _run(session, arguments: dict, subagents: dict, parent_usage: dict | None = None) -> dict:
     from pisces.ai.providers.faux import SCRIPT
 

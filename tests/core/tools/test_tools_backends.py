@@ -8,13 +8,13 @@ import base64
 import os
 
 import pytest
+from tools_testutil import text_of
 
 from pisces.agent.types import ToolError
 from pisces.ai.abort import AbortSignal
-from pisces.core.tools.bash_exec import ProcessOutcome
 from pisces.core.tools import BashTool, EditTool, ReadTool, WriteTool, create_tools
 from pisces.core.tools.backends import BackendError, ToolBackends
-from tools_testutil import text_of
+from pisces.core.tools.bash_exec import ProcessOutcome
 
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
 

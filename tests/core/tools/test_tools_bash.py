@@ -5,12 +5,11 @@ import time
 import msgspec
 import pytest
 from msgspec import UNSET
+from tools_testutil import kill_group, live_group_members, text_of
 
 from pisces.agent.types import ToolError
 from pisces.ai.abort import AbortSignal
 from pisces.core.tools.bash import BashTool
-
-from tools_testutil import kill_group, live_group_members, text_of
 
 
 def encode(result) -> dict:

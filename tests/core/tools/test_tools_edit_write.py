@@ -1,13 +1,12 @@
 import msgspec
 import pytest
+from tools_testutil import text_of
 
 from pisces.agent.types import ToolError
 from pisces.ai.abort import AbortSignal
 from pisces.core.tools.edit import EDIT_SCHEMA, EditTool, prepare_edit_arguments
 from pisces.core.tools.edit_diff import generate_diff_string
 from pisces.core.tools.write import WriteTool
-
-from tools_testutil import text_of
 
 
 # Expected outputs produced by pi 0.73.1's generateDiffString (diff 8.0.4) on the same inputs.

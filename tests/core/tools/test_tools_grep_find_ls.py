@@ -2,13 +2,12 @@ import os
 
 import pytest
 from msgspec import UNSET
+from tools_testutil import text_of
 
 from pisces.agent.types import ToolError
 from pisces.core.tools.find import FindTool
 from pisces.core.tools.grep import GrepTool, find_rg
 from pisces.core.tools.ls import LsTool, collation_key
-
-from tools_testutil import text_of
 
 RG = find_rg()
 needs_rg = pytest.mark.skipif(RG is None, reason="ripgrep not installed")

@@ -17,6 +17,7 @@ import tempfile
 import threading
 
 import pytest
+from tools_testutil import text_of
 
 from bounded import run_python
 from pisces.agent.types import ToolError
@@ -25,8 +26,6 @@ from pisces.core.tools.edit import EditTool
 from pisces.core.tools.grep import GrepTool, find_rg
 from pisces.core.tools.read import ReadTool
 from pisces.core.tools.write import WriteTool
-
-from tools_testutil import text_of
 
 RG = find_rg()
 BACKTRACKING_GLOB = "*a*a*a*a*a*a*a*a*b"

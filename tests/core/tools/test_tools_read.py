@@ -3,9 +3,10 @@ import struct
 import zlib
 
 import pytest
-from msgspec import UNSET
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from msgspec import UNSET
+from tools_testutil import text_of
 
 from pisces.agent.types import ToolError
 from pisces.ai.abort import AbortSignal
@@ -13,8 +14,6 @@ from pisces.ai.types import ImageContent
 from pisces.core.tools import read as read_mod
 from pisces.core.tools.read import ReadTool, detect_image_mime
 from pisces.core.tools.truncate import truncate_head
-
-from tools_testutil import text_of
 
 
 def tiny_png() -> bytes:

@@ -2,11 +2,11 @@ import json
 import os
 
 import pytest
-from shared_paths import SHARED
 
 from pisces.agent.types import AgentTool, ToolError
 from pisces.ai.abort import AbortSignal
 from pisces.core.tools import ALL_TOOL_NAMES, DEFAULT_TOOL_NAMES, create_tools
+from shared_paths import SHARED
 
 CONFORMANCE = os.path.join(SHARED, "conformance", "pi-0.73.1", "03_prompt_bash_tool", "llm_requests.jsonl")
 

@@ -5,8 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pisces.core.tools.paths import expand_path, node_error_message, resolve_read_path, resolve_to_cwd
-from pisces.core.tools.truncate import (format_size, js_number, tail_bytes, truncate_head, truncate_line,
-                                        truncate_tail)
+from pisces.core.tools.truncate import format_size, js_number, tail_bytes, truncate_head, truncate_line, truncate_tail
 
 
 def test_format_size():

@@ -3,9 +3,8 @@
 import os
 import signal
 
-from proc_table import in_groups
-
 from pisces.ai.types import TextContent
+from proc_table import in_groups
 
 
 def text_of(result) -> str:

@@ -15,12 +15,22 @@ from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
 from acp import RequestError, spawn_agent_process, text_block
-from acp.schema import (AllowedOutcome, ClientCapabilities, CreateTerminalResponse, DeniedOutcome,
-                        FileSystemCapabilities, KillTerminalResponse, ReadTextFileResponse, ReleaseTerminalResponse,
-                        RequestPermissionResponse, TerminalExitStatus, TerminalOutputResponse,
-                        WaitForTerminalExitResponse, WriteTextFileResponse)
-
-from e2eproc import Home  # noqa: F401 - the throw-away HOME every spawning test uses
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    CreateTerminalResponse,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    KillTerminalResponse,
+    ReadTextFileResponse,
+    ReleaseTerminalResponse,
+    RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
+    WriteTextFileResponse,
+)
+from e2eproc import Home
 
 _BIN = os.path.dirname(sys.executable)
 PISCES = os.path.join(_BIN, "pisces")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from acp_harness import HANG, Editor, running, prompt_text
+from acp_harness import HANG, Editor, prompt_text, running
 
 FILE_TURN = [
     {"toolCalls": [{"name": "read", "arguments": {"path": "app.py"}, "id": "r1"}]},

@@ -9,8 +9,8 @@ import pytest
 from acp import RequestError
 from acp._transport import memory_transport_pair
 from acp.core import AgentSideConnection, ClientSideConnection
-
 from acp_harness import Editor
+
 from pisces.ai.abort import AbortSignal
 from pisces.modes.acp.delegate import Binding
 from pisces.modes.acp.permission import AcpApprover, ApprovalRequest

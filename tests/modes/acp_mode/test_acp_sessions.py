@@ -7,10 +7,9 @@ import asyncio
 import json
 import os
 
-from acp_harness import HANG, Editor, running, prompt_text
-from e2eproc import PISCES, Proc
-
 from acp import RequestError
+from acp_harness import HANG, Editor, prompt_text, running
+from e2eproc import PISCES, Proc
 
 TOOL_TURN = [
     {"text": "Checking.", "toolCalls": [{"name": "bash", "arguments": {"command": "echo replayed-output"},

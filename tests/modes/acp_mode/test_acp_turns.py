@@ -6,9 +6,8 @@ import asyncio
 import json
 import os
 
-from acp_harness import HANG, Editor, running, prompt_text
-
 from acp import RequestError
+from acp_harness import HANG, Editor, prompt_text, running
 
 
 async def test_initialize_answers_version_1_with_honest_capabilities(home):

@@ -84,7 +84,7 @@ class Chromium:
                     else:
                         self.events.append(msg)
                     self._cond.notify_all()
-        except Exception:  # noqa: BLE001 - the browser went away
+        except Exception:
             pass
 
     def send(self, method: str, params: dict[str, Any] | None = None, session: str | None = None,
@@ -132,11 +132,11 @@ class Chromium:
     def close(self) -> None:
         try:
             self.send("Browser.close", timeout=5)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         try:
             self.ws.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         try:
             self.proc.wait(timeout=10)

@@ -9,8 +9,8 @@ import os
 import subprocess
 
 import pytest
-from websockets.exceptions import InvalidStatus
 from webproc import PISCES, WebProc
+from websockets.exceptions import InvalidStatus
 
 
 def refused(w: WebProc, **kw) -> int:

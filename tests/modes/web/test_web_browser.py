@@ -11,8 +11,9 @@ import threading
 
 import pytest
 from cdp import Chromium, find_chromium
-from scripted_server import Gate, Reply
 from webproc import WebProc
+
+from scripted_server import Gate, Reply
 
 pytestmark = pytest.mark.skipif(find_chromium() is None,
                                 reason="no chromium here (apt-get install chromium; .ci/run installs it)")

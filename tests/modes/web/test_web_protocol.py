@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import threading
 
-from scripted_server import Gate, Reply
 from webproc import WebProc
+
+from scripted_server import Gate, Reply
 
 DIALOG_EXTENSION = '''
 def register(pi):

@@ -9,7 +9,7 @@ from websockets.frames import Frame, Opcode
 from pisces.modes.host.host import with_seq
 from pisces.modes.host.replay import ReplayBuffer
 from pisces.modes.web.auth import WebAuth
-from pisces.modes.web.server import safe_join, ws_frame, STATIC
+from pisces.modes.web.server import STATIC, safe_join, ws_frame
 
 
 def frames(seq: int, size: int = 10) -> dict[str, bytes]:

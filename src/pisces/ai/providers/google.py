@@ -20,14 +20,18 @@ from typing import Any, AsyncIterator
 from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import import_sdk
 from pisces.ai.providers._limits import http_client_options
-from pisces.ai.providers._shared import finish_usage, finite_json, format_http_error, new_output, payload_hook
 from pisces.ai.providers._shared import (
     append_text,
     append_thinking,
     cached_client,
     describe_transport_error,
+    finish_usage,
+    finite_json,
+    format_http_error,
     missing_key_message,
+    new_output,
     normalize_tool_call_id,
+    payload_hook,
     resolve_api_key,
     sanitize,
     transform_messages,

@@ -25,7 +25,7 @@ import msgspec
 from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import import_sdk
 from pisces.ai.providers._limits import aiter_lines, http_client_options
-from pisces.ai.providers._shared import (  # noqa: F401  (sanitize, transform_messages: also for openai_responses)
+from pisces.ai.providers._shared import (
     append_text,
     append_thinking,
     finish_usage,
@@ -41,9 +41,28 @@ from pisces.ai.providers._shared import (  # noqa: F401  (sanitize, transform_me
     with_retry_after,
 )
 from pisces.ai.types import (
-    UNSET, AssistantMessage, Context, DoneEvent, ErrorEvent, ImageContent, Model, StartEvent, StreamOptions,
-    TextContent, TextDeltaEvent, TextEndEvent, TextStartEvent, ThinkingContent, ThinkingDeltaEvent, ThinkingEndEvent,
-    ThinkingStartEvent, ToolCall, ToolCallDeltaEvent, ToolCallEndEvent, ToolCallStartEvent, ToolResultMessage,
+    UNSET,
+    AssistantMessage,
+    Context,
+    DoneEvent,
+    ErrorEvent,
+    ImageContent,
+    Model,
+    StartEvent,
+    StreamOptions,
+    TextContent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingContent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCall,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+    ToolResultMessage,
     UserMessage,
 )
 

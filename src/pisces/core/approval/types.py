@@ -55,7 +55,7 @@ class ApprovalRequest:
                  "truncated_fields", "dangerous")
 
     def __init__(self, tool_call_id: str, tool_name: str, tier: str = "exec", identity: dict[str, Any] | None = None,
-                 input: dict[str, Any] | None = None, detail: str | None = None,  # noqa: A002 - the wire's name
+                 input: dict[str, Any] | None = None, detail: str | None = None,
                  scopes: tuple[str, ...] = ("once", "session"), redacted_fields: list[str] | None = None,
                  truncated_fields: list[str] | None = None, dangerous: str | None = None) -> None:
         self.tool_call_id = tool_call_id

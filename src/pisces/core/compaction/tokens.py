@@ -8,7 +8,15 @@ import json
 import math
 from typing import Any
 
-from pisces.ai.types import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
+from pisces.ai.types import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 
 
 def _content_chars(content: Any) -> int:

@@ -245,12 +245,12 @@ class ExtensionAPI:
         return wrap
 
     def register_flag(self, name: str, options: Any = None, *, description: str | None = None,
-                      type: str = "boolean", default: Any = None) -> None:  # noqa: A002 - pi's name
+                      type: str = "boolean", default: Any = None) -> None:
         """A command-line flag ``--name`` (``type`` "boolean" or "string"); read it with ``get_flag(name)``."""
         self._live()
         if isinstance(options, dict):
             description = options.get("description", description)
-            type = options.get("type", type)  # noqa: A001
+            type = options.get("type", type)
             default = options.get("default", default)
         if type not in ("boolean", "string"):
             raise ValueError(f"flag {name!r}: type must be 'boolean' or 'string'")

@@ -15,14 +15,14 @@ from pisces.agent.agent import Agent
 from pisces.agent.types import AgentTool, MessageEndEvent, MessageStartEvent
 from pisces.ai.models import clamp_thinking_level
 from pisces.ai.types import AssistantMessage, Model, StreamOptions, TextContent, UserMessage, now_ms
-from pisces.core.session import views
-from pisces.core.errors import SessionError
-from pisces.core.session.hooks import NoHooks
-from pisces.core.resources.templates import expand_prompt_template, list_prompt_commands
 from pisces.core.config.models_registry import UNKNOWN_MODEL, ModelRegistry, next_thinking_level
+from pisces.core.config.settings import Settings
+from pisces.core.errors import SessionError
+from pisces.core.resources.templates import expand_prompt_template, list_prompt_commands
+from pisces.core.session import views
+from pisces.core.session.hooks import NoHooks
 from pisces.core.session.retry import RetryPolicy
 from pisces.core.session.switching import SessionSwitching
-from pisces.core.config.settings import Settings
 from pisces.core.store import SessionManager, convert_to_llm, list_sessions
 from pisces.core.store.messages import CustomMessage
 from pisces.core.task.hooks import SubagentHooks

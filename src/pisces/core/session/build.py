@@ -15,12 +15,12 @@ from typing import Any
 from pisces.ai.models import clamp_thinking_level
 from pisces.core.config.models_registry import ModelRegistry
 from pisces.core.config.paths import agent_dir
-from pisces.core.session.agent_session import AgentSession
 from pisces.core.config.settings import Settings
-from pisces.core.store import SessionFileError, SessionManager, find_sessions_by_id, resolve_session_dir
-from pisces.core.task import register_task_tool
 from pisces.core.errors import SessionConfigError, UsageError
 from pisces.core.extensions.sources import extension_sources_present
+from pisces.core.session.agent_session import AgentSession
+from pisces.core.store import SessionFileError, SessionManager, find_sessions_by_id, resolve_session_dir
+from pisces.core.task import register_task_tool
 
 
 def _session_path(arg: str) -> str:
@@ -211,7 +211,8 @@ def _finish(plan: _Plan) -> AgentSession:
         from pisces.core.extensions.binding import ExtensionHost
 
         ExtensionHost(sess, plan.ext_options, plan.loaded)
-    from pisces.core.approval import MODES as APPROVAL_MODES, attach as attach_approval
+    from pisces.core.approval import MODES as APPROVAL_MODES
+    from pisces.core.approval import attach as attach_approval
 
     if plan.approval_mode is not None and plan.approval_mode not in APPROVAL_MODES:
         raise SessionConfigError(f"Invalid approval mode '{plan.approval_mode}': use yolo, write or always-ask")

@@ -22,11 +22,8 @@ from typing import Any
 
 from pisces.agent.types import MessageEndEvent, MessageStartEvent
 from pisces.ai.abort import AbortSignal
-from pisces.ai.types import AssistantMessage, StreamOptions, UserMessage
 from pisces.ai.error_kinds import is_overflow_error
-from pisces.core.compaction.tokens import estimate_context_tokens, usage_tokens
-from pisces.core.store import CompactionEntry, entry_type, iso_to_ms, latest_compaction
-
+from pisces.ai.types import AssistantMessage, StreamOptions, UserMessage
 from pisces.core.compaction.cut_point import prepare_compaction
 from pisces.core.compaction.summarize import (
     CompactionCancelled,
@@ -36,6 +33,8 @@ from pisces.core.compaction.summarize import (
     run_compaction,
     summarize_branch_entries,
 )
+from pisces.core.compaction.tokens import estimate_context_tokens, usage_tokens
+from pisces.core.store import CompactionEntry, entry_type, iso_to_ms, latest_compaction
 
 __all__ = ["Compactor", "is_context_overflow", "OVERFLOW_RETRY_FAILED"]
 
@@ -217,7 +216,7 @@ class Compactor:
             except CompactionCancelled:
                 self._end("manual", False, aborted=True)
                 raise SessionError("Compaction cancelled") from None
-            except Exception as exc:  # noqa: BLE001 - reported as pi does, then raised for the response
+            except Exception as exc:
                 message = str(exc) or type(exc).__name__
                 self._end("manual", False, error=f"Compaction failed: {message}")
                 if isinstance(exc, SessionError):
@@ -370,7 +369,7 @@ class Compactor:
                     custom_instructions, replace_instructions)
             except CompactionCancelled:
                 raise SessionError("Branch summarization cancelled") from None
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise SessionError(str(exc) or "Summarization failed") from exc
             finally:
                 self._finish()

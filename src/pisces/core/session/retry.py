@@ -19,6 +19,7 @@ from pisces.ai.error_kinds import (  # noqa: F401 - the retry policy's classifie
 )
 from pisces.ai.types import AssistantMessage
 
+
 class RetryPolicy:
     def __init__(self, session: Any) -> None:
         self.session = session

@@ -13,9 +13,9 @@ from typing import Any
 
 from pisces.ai.models import clamp_thinking_level
 from pisces.ai.types import UserMessage
-from pisces.core.session import views
-from pisces.core.errors import SessionError
 from pisces.core.config.models_registry import UNKNOWN_MODEL
+from pisces.core.errors import SessionError
+from pisces.core.session import views
 from pisces.core.store import entry_type
 
 

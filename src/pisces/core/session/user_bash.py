@@ -16,8 +16,8 @@ from typing import Any
 
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import now_ms
-from pisces.core.tools.bash_exec import ShellError, run_shell
 from pisces.core.store import BashExecutionMessage
+from pisces.core.tools.bash_exec import ShellError, run_shell
 
 
 class BashRunner:

@@ -5,26 +5,23 @@ Pure functions, so AgentSession stays a coordinator and these are easy to test o
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from pisces.ai.types import (
     AssistantMessage,
-    ImageContent,
     Model,
     TextContent,
-    ThinkingContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
     num,
 )
-from pisces.core.session.views_pi import fork_messages  # noqa: F401 - the session's view, later pi's shape
 from pisces.core.compaction.tokens import (  # noqa: F401 - part of the session's views
     estimate_context_tokens,
     estimate_tokens,
     usage_tokens,
 )
+from pisces.core.session.views_pi import fork_messages  # noqa: F401 - the session's view, later pi's shape
 from pisces.core.store import entry_type
 
 

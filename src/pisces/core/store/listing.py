@@ -14,8 +14,8 @@ from msgspec import UNSET, Struct, UnsetType
 
 from pisces.core.safe_open import SESSION_MAX_BYTES, open_regular, read_fd
 
-from .ids import iso_from_ms, iso_to_ms
 from .entries import BAD_JSON
+from .ids import iso_from_ms, iso_to_ms
 from .load import header_from_dict, warn
 from .paths import sessions_root
 

@@ -32,8 +32,8 @@ from pisces.ai.types import AssistantMessage, TextContent
 from pisces.core.task import prompts
 from pisces.core.task.agents import AgentDefinition
 from pisces.core.task.hooks import UsageReport
-from pisces.core.task.task_host import TaskHost
 from pisces.core.task.progress import new_progress
+from pisces.core.task.task_host import TaskHost
 
 MAX_OUTPUT_BYTES = 500_000
 MAX_OUTPUT_LINES = 5000
@@ -161,8 +161,8 @@ class _RunState:
 
 
 async def _build_child(run: SubagentRun, host: TaskHost) -> Any:
-    from pisces.core.resources.system_prompt import build_system_prompt
     from pisces.core.config.settings import Settings
+    from pisces.core.resources.system_prompt import build_system_prompt
     from pisces.core.store import SessionManager
     from pisces.core.task import LazyTaskTool
     from pisces.core.task.submit import SubmitResultTool

@@ -28,8 +28,8 @@ from pisces.core.task.agents import AgentDefinition
 from pisces.core.task.config import TaskConfig
 from pisces.core.task.executor import SubagentRun, add_usage, base_result, run_subagent, zero_usage
 from pisces.core.task.hooks import SpawnRequest
-from pisces.core.task.task_host import TaskHost
 from pisces.core.task.progress import ProgressBoard
+from pisces.core.task.task_host import TaskHost
 
 
 @dataclass

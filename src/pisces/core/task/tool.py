@@ -20,11 +20,11 @@ from pisces.core.task import agents as agent_defs
 from pisces.core.task import isolation, merge, prompts, verify
 from pisces.core.task.config import ISOLATION_MODES, TaskConfig
 from pisces.core.task.executor import add_usage, zero_usage
-from pisces.core.task.task_host import TaskHost
 from pisces.core.task.progress import ProgressBoard, new_progress
 from pisces.core.task.runner import Batch, TaskItem, refused, run_task
 from pisces.core.task.schema import task_schema
 from pisces.core.task.submit import normalize_schema
+from pisces.core.task.task_host import TaskHost
 
 ISOLATION_DISABLED = ("Task isolation is disabled. Remove the isolated argument or set task.isolation.mode to "
                       "'worktree', 'fuse-overlay', or 'fuse-projfs'.")

@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Callable
 from pisces.ai.abort import AbortSignal
 from pisces.core.safe_open import create_private_file
 from pisces.core.tools.backends import ProcessOutcome
-from pisces.core.tools.truncate import (DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, truncate_tail,
-                                        utf8_len)
+from pisces.core.tools.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, truncate_tail, utf8_len
 
 if TYPE_CHECKING:
     from pisces.core.tools.backends import ShellBackend

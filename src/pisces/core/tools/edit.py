@@ -15,15 +15,34 @@ from typing import TYPE_CHECKING, Any
 from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import TextContent
-
-from pisces.core.safe_open import (FileTooLargeError, NotRegularFileError, format_bytes, open_regular, read_fd,
-                                   write_atomic)
+from pisces.core.safe_open import (
+    FileTooLargeError,
+    NotRegularFileError,
+    format_bytes,
+    open_regular,
+    read_fd,
+    write_atomic,
+)
 
 from ._common import await_abortable, check_aborted, run_abortable
-from .edit_diff import (EditError, apply_edits, detect_line_ending, generate_diff_string, normalize_to_lf,
-                        restore_line_endings, strip_bom)
-from .paths import (error_code, file_mutation_queue, node_error_message, not_regular_message, refusal_message,
-                    resolve_to_cwd, write_error_message)
+from .edit_diff import (
+    EditError,
+    apply_edits,
+    detect_line_ending,
+    generate_diff_string,
+    normalize_to_lf,
+    restore_line_endings,
+    strip_bom,
+)
+from .paths import (
+    error_code,
+    file_mutation_queue,
+    node_error_message,
+    not_regular_message,
+    refusal_message,
+    resolve_to_cwd,
+    write_error_message,
+)
 
 if TYPE_CHECKING:
     from .backends import FileBackend

@@ -22,7 +22,6 @@ import msgspec
 
 from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
-
 from pisces.core.safe_open import NotRegularFileError, check_regular, open_regular
 
 from ._common import OPERATION_ABORTED, check_aborted, number_param, run_abortable, text_result

@@ -20,13 +20,19 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import ImageContent, TextContent
-
 from pisces.core.safe_open import NotRegularFileError, open_regular
 
 from ._common import OPERATION_ABORTED, await_abortable, run_abortable, text_result
 from .paths import node_error_message, not_regular_message, resolve_read_path
-from .truncate import (DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, format_size, head_from_lines,
-                       js_number, utf8_len)
+from .truncate import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_LINES,
+    TruncationResult,
+    format_size,
+    head_from_lines,
+    js_number,
+    utf8_len,
+)
 
 if TYPE_CHECKING:
     from .backends import FileBackend

@@ -9,12 +9,10 @@ from typing import TYPE_CHECKING, Any
 from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import TextContent
-
 from pisces.core.safe_open import NotRegularFileError, write_atomic
 
 from ._common import await_abortable, check_aborted, run_abortable
-from .paths import (file_mutation_queue, node_error_message, not_regular_message,
-                    resolve_to_cwd, write_error_message)
+from .paths import file_mutation_queue, node_error_message, not_regular_message, resolve_to_cwd, write_error_message
 
 if TYPE_CHECKING:
     from .backends import FileBackend

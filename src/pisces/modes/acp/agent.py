@@ -13,10 +13,23 @@ from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError
 from acp.helpers import update_current_mode
-from acp.schema import (AgentCapabilities, ConfigOptionUpdate, Implementation, InitializeResponse,
-                        ListSessionsResponse, LoadSessionResponse, McpCapabilities, NewSessionResponse,
-                        PromptCapabilities, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
-                        SessionListCapabilities, SessionResumeCapabilities, SetSessionConfigOptionResponse)
+from acp.schema import (
+    AgentCapabilities,
+    ConfigOptionUpdate,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
+)
 
 from pisces import __version__
 from pisces.core.tools.backends import ToolBackends

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp import RequestError
-from acp.schema import (SessionConfigOptionSelect, SessionConfigSelectOption, SessionMode, SessionModeState)
+from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption, SessionMode, SessionModeState
 
 from pisces.ai.models import supported_thinking_levels
 

@@ -22,8 +22,8 @@ from typing import Any, Awaitable, Callable, TypeVar
 from acp import RequestError
 from acp.schema import EnvVariable
 
-from pisces.core.tools.bash_exec import ProcessOutcome, get_shell_config
 from pisces.core.tools.backends import BackendError
+from pisces.core.tools.bash_exec import ProcessOutcome, get_shell_config
 
 T = TypeVar("T")
 

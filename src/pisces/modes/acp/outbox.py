@@ -59,7 +59,7 @@ class Outbox:
             await self._send(update)
         except ConnectionError:
             pass  # the client is gone; the process ends with its stdin
-        except Exception:  # noqa: BLE001 - one bad update must not stop the ones after it
+        except Exception:
             log.exception("could not send a session update")
 
     async def close(self) -> None:

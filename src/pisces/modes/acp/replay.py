@@ -11,11 +11,26 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from acp import (image_block, start_tool_call, text_block, tool_content, update_agent_message_text,
-                 update_agent_thought_text, update_tool_call, update_user_message)
+from acp import (
+    image_block,
+    start_tool_call,
+    text_block,
+    tool_content,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_tool_call,
+    update_user_message,
+)
 
-from pisces.ai.types import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage
-from pisces.ai.types import UserMessage
+from pisces.ai.types import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from pisces.core.store import BashExecutionMessage, CustomMessage, entry_type
 
 from . import toolview

@@ -15,8 +15,16 @@ from typing import Any
 
 from acp import RequestError
 from acp.helpers import update_available_commands
-from acp.schema import (AvailableCommand, AvailableCommandInput, Cost, PromptResponse, SessionInfoUpdate,
-                        UnstructuredCommandInput, Usage, UsageUpdate)
+from acp.schema import (
+    AvailableCommand,
+    AvailableCommandInput,
+    Cost,
+    PromptResponse,
+    SessionInfoUpdate,
+    UnstructuredCommandInput,
+    Usage,
+    UsageUpdate,
+)
 
 from pisces.core.store import iso_now
 
@@ -71,7 +79,7 @@ class AcpSession:
         commands when the session lists them). Reading the templates is file I/O: off the event loop."""
         try:
             commands = await asyncio.to_thread(self.session.commands)
-        except Exception:  # noqa: BLE001 - a broken template directory must not break the session
+        except Exception:
             log.exception("could not list the commands")
             return
         self.outbox.post(update_available_commands([_command(c) for c in commands if c.get("name")]))

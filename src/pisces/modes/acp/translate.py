@@ -13,12 +13,25 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
-from acp import (plan_entry, start_tool_call, tool_content, tool_terminal_ref, update_agent_message_text,
-                 update_agent_thought_text, update_plan, update_tool_call)
+from acp import (
+    plan_entry,
+    start_tool_call,
+    tool_content,
+    tool_terminal_ref,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_plan,
+    update_tool_call,
+)
 from acp.schema import SessionInfoUpdate, TextContentBlock
 
-from pisces.agent.types import (MessageEndEvent, MessageUpdateEvent, ToolExecutionEndEvent, ToolExecutionStartEvent,
-                                ToolExecutionUpdateEvent)
+from pisces.agent.types import (
+    MessageEndEvent,
+    MessageUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+)
 from pisces.ai.types import AssistantMessage
 
 from . import toolview
@@ -70,7 +83,7 @@ class TurnTranslator:
                 self._session_event(event)
             elif self.active:
                 self._turn_event(event)
-        except Exception:  # noqa: BLE001 - a malformed event is logged, the turn goes on
+        except Exception:
             log.exception("could not translate a session event")
 
     def _session_event(self, event: dict[str, Any]) -> None:

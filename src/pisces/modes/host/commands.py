@@ -80,7 +80,7 @@ async def _prompt(server: Any, cmd: dict) -> Any:
 
     try:
         await server.session.prompt(text, images=images, streaming_behavior=behavior, on_accepted=on_accepted)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if _is_budget_refusal(exc):  # seed 000's late prompt failure: the ack, then the error, same id
             if not accepted:
                 on_accepted()

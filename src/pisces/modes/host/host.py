@@ -27,8 +27,8 @@ import sys
 from typing import Any, Callable
 
 from pisces.modes.host.commands import ANSWERED, COMMANDS, NO_DATA, RpcError
-from pisces.modes.host.protocol import canonical_command
 from pisces.modes.host.encoding import DELTAS, FULL, StreamEncoder
+from pisces.modes.host.protocol import canonical_command
 
 TYPED = "typed "  # a replay buffer key: the typed form of an approval frame (pisces.modes.host.replay)
 
@@ -339,7 +339,7 @@ class Host:
         if not client.closed:
             try:
                 client.write(frame)
-            except Exception as exc:  # noqa: BLE001 - still one response, and the process lives on
+            except Exception as exc:
                 if error is not None:
                     raise
                 self.respond(client, req_id, command, error=f"The response could not be encoded: {message(exc)}")

@@ -9,17 +9,13 @@ nothing, in particular ``abort*`` and ``extension_ui_response``, waits behind a 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import threading
 from typing import Any
 
-import msgspec
-
 from pisces.modes.host.framing import parse_line
 from pisces.modes.host.host import ANSWER_TYPES, Client, Host, message
 from pisces.modes.rpc.output import FrameWriter
-
 
 WARM_UP_IDLE_S = 0.1  # no line for this long: the agent is idle, time to import the model's SDK
 WARM_UP_MAX_DELAY_S = 1.0  # a steady stream of lines postpones that for no longer

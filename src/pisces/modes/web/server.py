@@ -30,9 +30,9 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from pisces.modes.host.host import Client, Host, with_seq
-from pisces.modes.host.framing import parse_line
 from pisces.modes.host.encoding import DELTAS, PROFILES
+from pisces.modes.host.framing import parse_line
+from pisces.modes.host.host import Client, Host, with_seq
 from pisces.modes.web.auth import PAIRING_TTL_S, WebAuth
 
 STATIC = Path(__file__).resolve().parent / "static"
