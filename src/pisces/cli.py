@@ -160,8 +160,8 @@ def _apply_trust_flags(args: Any) -> int | None:
     """Returns an exit code when the run ends here."""
     if args.approve is None and not args.trust_project:
         return None
-    from pisces.core.config import trust
-    from pisces.core.config.paths import agent_dir
+    from pisces.core.config import trust  # noqa: PLC0415 - only the chosen mode is imported
+    from pisces.core.config.paths import agent_dir  # noqa: PLC0415 - only the chosen mode is imported
 
     trust.set_run_override(args.approve)
     if not args.trust_project:
@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extension_flags = extra
     if args.list_models is not None:
-        from pisces.modes.list_models import run_list_models
+        from pisces.modes.list_models import run_list_models  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_list_models(None if args.list_models is True else args.list_models, api_key=args.api_key,
                                provider=args.provider)
@@ -215,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         if len(args.export) > 2:
             return _fail("--export takes a session file and an optional output path")
-        from pisces.modes.export_cli import run_export
+        from pisces.modes.export_cli import run_export  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_export(args.export[0], args.export[1] if len(args.export) > 1 else None)
     ended = _apply_trust_flags(args)
@@ -231,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if note:
         sys.stderr.write(note + "\n")
     if args.resume:
-        from pisces.modes.session_picker import pick_session
+        from pisces.modes.session_picker import pick_session  # noqa: PLC0415 - only the chosen mode is imported
 
         picked = pick_session(args)
         if picked is None:
@@ -245,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(problem)
     if mode == "web":
         gc.disable()
-        from pisces.modes.web.main import run_web
+        from pisces.modes.web.main import run_web  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_web(args)
     if mode == "rpc":
@@ -256,22 +256,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Start-up only builds objects that live as long as the process (modules, classes, the session):
         # no cycle search until the server is up (run_rpc turns the collector back on).
         gc.disable()
-        from pisces.modes.rpc.main import run_rpc
+        from pisces.modes.rpc.main import run_rpc  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_rpc(args)
     if mode == "acp":  # an Agent Client Protocol agent for editors (docs/acp.md)
         if args.print_mode or args.messages:
             return _fail("--mode acp takes its prompts from the editor: no -p and no message arguments")
-        from pisces.modes.acp.main import run_acp
+        from pisces.modes.acp.main import run_acp  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_acp(args)
     if mode == "json" or args.print_mode:
-        from pisces.modes.print import run_print
+        from pisces.modes.print import run_print  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_print(args, json_events=(mode == "json"))
     if not args.messages and sys.stdin.isatty():
         return _fail("the interactive terminal UI is not built yet: use -p \"prompt\", --mode json or --mode rpc")
-    from pisces.modes.print import run_print
+    from pisces.modes.print import run_print  # noqa: PLC0415 - only the chosen mode is imported
 
     return run_print(args, json_events=False)
 
@@ -281,7 +281,7 @@ def _web_flag_problem(args: Any, mode: str) -> str | None:
         return "--web goes with --mode rpc (stdio and browsers on one session); for browsers alone use --mode web"
     if args.print_mode or args.messages:
         return "the web mode takes its prompts from the browser: no -p and no message arguments"
-    from pisces.modes.web.main import check_args
+    from pisces.modes.web.main import check_args  # noqa: PLC0415 - only the chosen mode is imported
 
     return check_args(args)
 

@@ -9,7 +9,7 @@ from pisces.agent.loop import LoopConfig, RunState, run_loop
 from pisces.agent.types import AgentTool
 from pisces.ai.abort import AbortSignal
 from pisces.ai.stream import stream as default_stream
-from pisces.ai.types import Message, Model, StreamOptions
+from pisces.ai.types import AssistantMessage, Message, Model, StreamOptions, ToolResultMessage, UserMessage
 
 QUEUE_MODES = ("all", "one-at-a-time")
 INTERRUPT_MODES = ("immediate", "wait")
@@ -19,7 +19,6 @@ Listener = Callable[[Any], None]
 
 def default_convert_to_llm(messages: list[Any]) -> list[Message]:
     """Keep only the roles an LLM understands."""
-    from pisces.ai.types import AssistantMessage, ToolResultMessage, UserMessage
 
     return [m for m in messages if isinstance(m, (UserMessage, AssistantMessage, ToolResultMessage))]
 

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable
 
 import msgspec
 
-# the client is split over client_*.py; every public name stays importable from here
+# the client is split over the modules of pisces.client; every public name stays importable from here
 from pisces.client.commands import RpcCommands
 from pisces.client.events import Event, EventFilter, EventStream, _matcher, _remaining
 from pisces.client.transport import (
@@ -564,7 +564,7 @@ class RpcClient(RpcCommands):
 
 def __getattr__(name: str) -> Any:  # ``from pisces.client.client import SyncRpcClient``
     if name == "SyncRpcClient":
-        from pisces.client.sync import SyncRpcClient
+        from pisces.client.sync import SyncRpcClient  # noqa: PLC0415 - sync imports this module: bound on first use
 
         return SyncRpcClient
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -285,7 +285,7 @@ def create_private_file(name: str) -> tuple[int, str]:
     """(descriptor, path) of a new file ``name`` in the system's temp directory, mode 0600 (only this user can
     read it), opened for writing. Never follows a link and never reuses an existing file: a name someone
     else created first (a file, a symlink) is an error, so callers pick unguessable names."""
-    import tempfile
+    import tempfile  # noqa: PLC0415 - not needed at start-up
 
     path = os.path.join(tempfile.gettempdir(), name)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)

@@ -12,6 +12,10 @@ import os
 import sys
 from typing import Any, Callable, Coroutine, NoReturn
 
+from pisces.core.errors import SessionConfigError
+from pisces.core.session.build import open_session_from_args
+from pisces.modes.signals import kill_tool_processes
+
 
 def take_stdout() -> int:
     """Claim the process's stdout for protocol frames: returns a private descriptor on the real stdout and
@@ -27,8 +31,6 @@ def take_stdout() -> int:
 async def open_session_or_report(args: Any) -> Any:
     """The session the command line asks for, or, when its configuration is refused, the exit code after the
     reason was written to stderr (callers: ``if isinstance(session, int): return session``)."""
-    from pisces.core.errors import SessionConfigError
-    from pisces.core.session.build import open_session_from_args
 
     try:
         return await open_session_from_args(args)
@@ -54,11 +56,10 @@ def run_and_exit(serve: Callable[[], Coroutine[Any, Any, int]]) -> NoReturn:
     except KeyboardInterrupt:
         code = 130
     except Exception:  # noqa: BLE001 - a bug: report it, then still leave through os._exit below
-        import traceback
+        import traceback  # noqa: PLC0415 - not needed at start-up
 
         traceback.print_exc()
         code = 1
-    from pisces.modes.signals import kill_tool_processes
 
     kill_tool_processes()  # whatever the shutdown could not stop in time (no-op when nothing runs)
     sys.stdout.flush()

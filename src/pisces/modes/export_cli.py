@@ -5,12 +5,13 @@ Prints ``Exported to: <path>`` (pi's wording) on success; on failure one sentenc
 
 from __future__ import annotations
 
+import os
 import sys
+
+from pisces.core.export_html import ExportError, export_file
 
 
 def run_export(session_path: str, out_path: str | None = None) -> int:
-    from pisces.core.export_html import ExportError, export_file
-
     try:
         path = export_file(session_path, out_path)
     except ExportError as exc:
@@ -19,7 +20,6 @@ def run_export(session_path: str, out_path: str | None = None) -> int:
     except OSError as exc:
         sys.stderr.write(f"pisces: cannot export {session_path}: {exc.strerror or exc}\n")
         return 1
-    import os
 
     sys.stdout.flush()
     sys.stdout.buffer.write(b"Exported to: " + os.fsencode(path) + b"\n")  # a path that is not UTF-8 too

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from pisces.ai.models import PROVIDER_ENV_KEYS
+from pisces.core.config.models_registry import ModelRegistry
 
 HEADERS = ("provider", "model", "context", "max-out", "thinking", "images", "key")
 
@@ -68,8 +69,6 @@ def catalogue_lines(registry: Any, search: str | None = None) -> list[str]:
 
 
 def run_list_models(search: str | None, *, api_key: str | None = None, provider: str | None = None) -> int:
-    from pisces.core.config.models_registry import ModelRegistry
-
     registry = ModelRegistry(api_key_override=api_key, override_provider=provider, enable_faux=True)
     if registry.load_error:
         sys.stderr.write(f"pisces: {registry.load_error}\n")

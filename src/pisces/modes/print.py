@@ -14,7 +14,11 @@ import asyncio
 import sys
 from typing import Any
 
+from pisces.core.approval import UIApprover
+from pisces.modes import signals
+from pisces.modes.entry import open_session_or_report
 from pisces.modes.rpc.output import FrameWriter
+from pisces.modes.signals import exit_code, kill_tool_processes
 
 SIGNAL_GRACE_S = 2.0  # after a signal, how long the aborted run may take to end before it is cancelled
 
@@ -41,9 +45,6 @@ def collect_prompts(messages: list[str]) -> list[str]:
 
 
 async def _run(args: Any, json_events: bool, received: list[int]) -> int:
-    from pisces.modes import signals
-    from pisces.modes.entry import open_session_or_report
-
     prompts = collect_prompts(args.messages)
     if not prompts:
         sys.stderr.write("pisces: no prompt given: pass it as an argument or pipe it on stdin\n")
@@ -71,7 +72,6 @@ async def _run(args: Any, json_events: bool, received: list[int]) -> int:
 
     remove_signals = signals.install(loop, on_signal)
     if session.approval is not None:  # nobody to ask here: what needs approval is denied, and stderr says so
-        from pisces.core.approval import UIApprover
 
         where = "json mode" if json_events else "print mode (-p)"
         session.approval.set_approver(UIApprover(lambda: session.ui, where,
@@ -124,8 +124,6 @@ def _report_progress(event: Any) -> None:
 
 
 def run_print(args: Any, *, json_events: bool) -> int:
-    from pisces.modes.signals import exit_code, kill_tool_processes
-
     received: list[int] = []
     try:
         return asyncio.run(_run(args, json_events, received))

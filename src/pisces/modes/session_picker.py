@@ -12,6 +12,10 @@ import select
 import sys
 from typing import Any, TextIO
 
+from pisces.core.config.paths import agent_dir
+from pisces.core.config.settings import Settings
+from pisces.core.store import list_sessions, resolve_session_dir
+
 PICK_TIMEOUT_S = 300.0  # nobody waits forever: no answer in five minutes picks nothing
 SHOWN = 20
 
@@ -58,9 +62,6 @@ def _read_line(inp: TextIO, timeout_s: float) -> str | None:
 
 def pick_session(args: Any) -> str | int | None:
     """The chosen session file, None when nothing was chosen (exit 0, as pi), or an exit code on error."""
-    from pisces.core.config.paths import agent_dir
-    from pisces.core.config.settings import Settings
-    from pisces.core.store import list_sessions, resolve_session_dir
 
     cwd = os.getcwd()
     directory = resolve_session_dir(cwd, args.session_dir, Settings(agent_dir(), cwd).session_dir)

@@ -104,7 +104,7 @@ class _Inflater:
     """gzip/deflate, inflated in pieces of at most ``_INFLATE_PIECE`` bytes (a bomb is stopped by the limit)."""
 
     def __init__(self, encoding: str) -> None:
-        import zlib  # only a compressed reply needs it
+        import zlib  # noqa: PLC0415 - only a compressed reply needs it
 
         self.zlib = zlib
         self.raw_fallback = encoding == "deflate"  # "deflate" is zlib-wrapped, or raw from some servers
@@ -131,7 +131,7 @@ class _Inflater:
 
 @functools.cache
 def _body_class() -> type:
-    import httpx2  # the SDKs' HTTP client: already imported by whoever built the client
+    import httpx2  # noqa: PLC0415 - the SDKs' HTTP client: already imported by whoever built the client
 
     class BoundedBody(httpx2.AsyncByteStream):
         def __init__(self, inner: Any, *, limit: int, cut: bool, line_limit: int, inflater: _Inflater | None):

@@ -128,7 +128,7 @@ async def open_stream(model: Model, options: StreamOptions, path: str, body: dic
         raise ProviderError(missing_key_message(model.provider))
     try:
         client = get_client(model, api_key)
-        import httpx2  # the SDK's HTTP client, already imported with it
+        import httpx2  # noqa: PLC0415 - the SDK's HTTP client, already imported with it
     except ImportError as exc:
         raise ProviderError(f"The {model.api} API needs the '{exc.name or 'openai'}' package: "
                             "pip install openai") from exc

@@ -25,6 +25,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
+from pisces.core.approval import redact, shell
 from pisces.core.approval import rules as R
 from pisces.core.approval.types import MODE_PASSES, MODES, TIERS, ApprovalRequest, Decision
 
@@ -89,7 +90,6 @@ class ApprovalPolicy:
 
     def decide(self, tool_name: str, tier: str, args: dict[str, Any], mode: str) -> tuple[Decision, R.CallView]:
         """The decision for one call (and the view of the call it was made from)."""
-        from pisces.core.approval import shell
 
         view = R.CallView(tool_name, args, self.cwd)
         rule = self.matching_rule(view) if self.has_rules else None
@@ -132,7 +132,6 @@ def always_rule(view: R.CallView) -> dict[str, Any]:
 def build_request(tool_call_id: str, tool_name: str, tier: str, args: dict[str, Any], decision: Decision,
                   view: R.CallView) -> ApprovalRequest:
     """The request an approver shows. Raises ``redact.IdentityTooLarge``."""
-    from pisces.core.approval import redact
 
     ident, ident_redacted = redact.identity(tool_name, tier, args, view.kind)
     shown, input_redacted, truncated = redact.redact_input(args)

@@ -52,7 +52,7 @@ def sensitive_key(key: str) -> bool:
 def _patterns() -> list[tuple[Any, Any]]:
     global _compiled
     if _compiled is None:
-        import re2  # linear time on whatever the model wrote
+        import re2  # noqa: PLC0415 - linear time on whatever the model wrote
 
         opts = re2.Options()
         opts.max_mem = 64 << 20

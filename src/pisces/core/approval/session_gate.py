@@ -23,8 +23,10 @@ import sys
 import time
 from typing import Any, Callable
 
+from pisces.agent.gate import APPROVAL_RANK, install
 from pisces.agent.types import GateDecision
 from pisces.core.approval import types as T
+from pisces.core.approval.frames import request_title
 
 DEFAULT_TIMEOUT_MS = 300_000  # five minutes; then the call is denied
 MAX_TIMEOUT_MS = 86_400_000  # 24 h
@@ -57,7 +59,6 @@ class UIApprover:
                 self.notice(answer.message)
             return answer
         limit = timeout_ms or DEFAULT_TIMEOUT_MS
-        from pisces.core.approval.frames import request_title
 
         value = await ui.select(request_title(req), ["Approve", "Deny"], timeout_ms=limit, signal=signal)
         if value == "Approve":
@@ -117,7 +118,7 @@ class SessionApproval:
         trusted = bool(self.settings.project_trusted) if p is not None else False
         key = (g, p, trusted)
         if self._policy is None or key != self._policy_key:
-            from pisces.core.approval.policy import ApprovalPolicy, read_rules
+            from pisces.core.approval.policy import ApprovalPolicy, read_rules  # noqa: PLC0415 - not needed at start-up
 
             self._policy = ApprovalPolicy(read_rules(g, self.settings.global_path),
                                           read_rules(p, self.settings.project_path), project_trusted=trusted,
@@ -158,13 +159,12 @@ class SessionApproval:
         """A subagent's tool calls pass this session's gate as ``yolo``: approving the ``task`` call approved
         the work it delegates, but deny and prompt rules and known-dangerous commands still hold, and ask the
         same person."""
-        from pisces.agent.gate import APPROVAL_RANK, install
 
         install(agent).add(APPROVAL_RANK, before=lambda info: self.before_tool_call(info, mode="yolo"))
 
     async def before_tool_call(self, info: Any, mode: str | None = None) -> GateDecision | None:
-        from pisces.core.approval.policy import tier_of
-        from pisces.core.approval.rules import primary
+        from pisces.core.approval.policy import tier_of  # noqa: PLC0415 - not needed at start-up
+        from pisces.core.approval.rules import primary  # noqa: PLC0415 - not needed at start-up
 
         args = info.args if isinstance(info.args, dict) else {}
         tier = tier_of(info.tool_name, info.tool, args)
@@ -186,8 +186,8 @@ class SessionApproval:
 
     async def _ask(self, info: Any, tier: str, args: dict[str, Any], decision: Any, view: Any
                    ) -> GateDecision | None:
-        from pisces.core.approval.policy import build_request
-        from pisces.core.approval.redact import IdentityTooLarge
+        from pisces.core.approval.policy import build_request  # noqa: PLC0415 - not needed at start-up
+        from pisces.core.approval.redact import IdentityTooLarge  # noqa: PLC0415 - not needed at start-up
 
         try:
             request = await asyncio.to_thread(build_request, info.tool_call_id, info.tool_name, tier, args,
@@ -214,7 +214,7 @@ class SessionApproval:
         if scope in ("session", "always"):
             self.grants.add(view.grant_key())
         if scope == "always":
-            from pisces.core.approval.policy import always_rule
+            from pisces.core.approval.policy import always_rule  # noqa: PLC0415 - not needed at start-up
 
             try:
                 await asyncio.to_thread(self.add_rule, always_rule(view), 0)
@@ -233,7 +233,7 @@ class SessionApproval:
     def set_mode(self, mode: str | None) -> dict[str, Any]:
         """Set the session's mode (None: back to the CLI's, the settings' or the default)."""
         if mode is not None:
-            from pisces.core.approval.policy import check_mode
+            from pisces.core.approval.policy import check_mode  # noqa: PLC0415 - not needed at start-up
 
             check_mode(mode)
         self.command_mode = mode
@@ -256,7 +256,7 @@ class SessionApproval:
 
     def add_rule(self, rule: Any, index: Any = None) -> dict[str, Any]:
         """Insert a rule into the global ``tools.approvalRules`` (at ``index``, default last)."""
-        from pisces.core.approval.rules import check_rule
+        from pisces.core.approval.rules import check_rule  # noqa: PLC0415 - not needed at start-up
 
         checked = check_rule(rule)
 
@@ -302,7 +302,6 @@ def _summary(request: Any) -> str:
 
 def attach(session: Any, cli_mode: str | None = None) -> SessionApproval:
     """Give ``session`` its approval gate (``session.approval``)."""
-    from pisces.agent.gate import APPROVAL_RANK, install
 
     approval = SessionApproval(session.settings, session.cwd, ui=lambda: session.ui, cli_mode=cli_mode)
     install(session.agent).add(APPROVAL_RANK, before=approval.before_tool_call)

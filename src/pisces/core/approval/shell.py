@@ -252,7 +252,7 @@ _RUNNER = _ELEVATE + r"(?:(?:(?:ba|z|k|da|fi|tc|c|a)?sh)\b|(?:python[0-9.]*|perl
 def _patterns() -> list[tuple[Any, str]]:
     global _PATTERNS
     if _PATTERNS is None:
-        import re2  # google-re2: linear time on any input; imported on the first bash call
+        import re2  # noqa: PLC0415 - google-re2: linear time on any input; imported on the first bash call
 
         opts = re2.Options()
         opts.max_mem = 64 << 20

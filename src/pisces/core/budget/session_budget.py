@@ -15,11 +15,12 @@ follow-up message is taken; ``state()`` is what ``get_state`` and ``get_session_
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, Callable
 
 from pisces.core.budget.controller import BudgetController, BudgetExceededError, event_type
-from pisces.core.budget.policy import BudgetPolicy
+from pisces.core.budget.policy import BudgetPolicy, policy_from_request
 
 
 class SessionBudget:
@@ -87,8 +88,6 @@ class SessionBudget:
             return
         call_later = self._call_later
         if call_later is None:
-            import asyncio
-
             try:
                 call_later = asyncio.get_running_loop().call_later
             except RuntimeError:  # no loop (a synchronous caller): the next event checks instead
@@ -121,7 +120,6 @@ def attach(session: Any, policy: BudgetPolicy | None) -> SessionBudget:
 def set_session_budget(session: Any, values: Any) -> dict[str, Any]:
     """The ``set_budget`` command: replace the session's limits with ``values`` (the settings' names; None or
     no limit clears them). Counting starts when a session first gets a budget. Returns the new state."""
-    from pisces.core.budget.policy import policy_from_request
 
     policy = policy_from_request(values)
     budget = getattr(session, "budget", None) or attach(session, None)

@@ -16,7 +16,13 @@ from typing import Any
 
 import msgspec
 
-from pisces.ai.models import BUILTIN_MODELS, FAUX_MODELS, parse_models_json, supported_thinking_levels
+from pisces.ai.models import (
+    BUILTIN_MODELS,
+    FAUX_MODELS,
+    _parse_models_config,
+    parse_models_json,
+    supported_thinking_levels,
+)
 from pisces.ai.types import THINKING_LEVELS, UNSET, Model, ModelCost
 from pisces.core.config import paths
 from pisces.core.config.auth import AuthStorage, resolve_value
@@ -127,7 +133,7 @@ def _glob_regex(glob: str) -> Any:
     """minimatch-style glob: ``*`` and ``?`` stay within one path segment; ``[...]`` is a class. Compiled by
     RE2, whose matching time is linear: ``enabledModels`` may come from a repository's settings, and a
     backtracking regex for ``*a*a*a*a*a*a*a*a*b`` would stall the process. None when it does not compile."""
-    import re2
+    import re2  # noqa: PLC0415 - not needed at start-up
 
     out, i = [], 0
     while i < len(glob):
@@ -238,8 +244,6 @@ class ModelRegistry:
         custom, configs, error = load_models_json(self.models_json_path)
         self.load_error = error
         if self.extra_providers:
-            from pisces.ai.models import _parse_models_config
-
             extra, extra_configs, _ = _parse_models_config({"providers": self.extra_providers})
             for name, conf in extra_configs.items():  # an extension's provider replaces models.json's models
                 if conf.get("models"):
@@ -262,7 +266,6 @@ class ModelRegistry:
 
     def register_provider(self, name: str, config: dict[str, Any]) -> None:
         """A provider in models.json's format, from an extension; a bad one raises and changes nothing."""
-        from pisces.ai.models import _parse_models_config
 
         _parse_models_config({"providers": {name: config}})  # validate first
         self.extra_providers[name] = dict(config)
@@ -398,7 +401,7 @@ class ModelRegistry:
 
     @staticmethod
     def _close_matches(text: str, models: list[Model], limit: int = 5) -> list[str]:
-        import difflib  # only needed on the error path
+        import difflib  # noqa: PLC0415 - only needed on the error path
 
         refs = {f"{m.provider}/{m.id}": m for m in models}
         low = text.lower().split(":")[0]

@@ -19,6 +19,7 @@ import threading
 from typing import Any
 
 from pisces.core.config import paths
+from pisces.core.config.trust import DEFAULT_TRUST_KEY, is_project_trusted, split_project_settings
 from pisces.core.safe_open import CONFIG_MAX_BYTES, read_text, write_atomic
 
 DEFAULT_THINKING_LEVEL = "medium"
@@ -89,7 +90,7 @@ def _js_number(x: float) -> str:
         return "null"
     if x == 0:
         return "0"
-    from decimal import Decimal  # rarely needed; keep it off the startup path
+    from decimal import Decimal  # noqa: PLC0415 - rarely needed; keep it off the startup path
 
     sign, digits, exp = Decimal(repr(x)).as_tuple()
     ds = "".join(map(str, digits)).rstrip("0")
@@ -199,7 +200,6 @@ class Settings:
 
     def _gate_project(self) -> None:
         """Drop the project keys that run code or redirect writes unless the project is trusted."""
-        from pisces.core.config.trust import split_project_settings
 
         kept, gated = split_project_settings(self._project)
         self.gated_project_settings = gated
@@ -211,8 +211,6 @@ class Settings:
     def project_trusted(self) -> bool:
         """Whether this project's own settings (and extensions, hooks) may take effect; read once."""
         if self._trusted is None:
-            from pisces.core.config.trust import DEFAULT_TRUST_KEY, is_project_trusted
-
             self._trusted = is_project_trusted(self.cwd, self.agent_dir, default=self._global.get(DEFAULT_TRUST_KEY))
         return self._trusted
 
@@ -429,7 +427,7 @@ class Settings:
         """Read-modify-write one global value under the file's lock: ``change(value on disk)`` (None when
         absent) returns the new value, or raises to change nothing. Unlike the setters, a file that cannot be
         read, parsed or written is an error (``SettingsWriteError``), never a change kept in memory only."""
-        from pisces.core.config.file_lock import FileLock
+        from pisces.core.config.file_lock import FileLock  # noqa: PLC0415 - not needed at start-up
 
         with self._lock:
             if self._global_error:
@@ -460,7 +458,7 @@ class Settings:
             self._merged = deep_merge(self._global, self._project)
             if self._global_error:
                 return  # never overwrite a file the user has to repair; the change lives in memory
-            from pisces.core.config.file_lock import FileLock
+            from pisces.core.config.file_lock import FileLock  # noqa: PLC0415 - not needed at start-up
 
             unsaved = self._unsaved + changes  # a write that failed earlier is retried with this one
             try:

@@ -30,6 +30,8 @@ import json
 import os
 from typing import Any
 
+from pisces.core.safe_open import read_bytes
+
 __all__ = [
     "SAFE_PROJECT_SETTINGS", "TRUST_FILE", "TrustStoreError", "split_project_settings", "canonical_path",
     "saved_decision", "is_project_trusted", "trust_project", "save_decision", "set_run_override", "run_override",
@@ -118,7 +120,7 @@ def _read_store(path: str) -> dict[str, Any]:
     except OSError as exc:
         raise TrustStoreError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        import stat
+        import stat  # noqa: PLC0415 - not needed at start-up
 
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise TrustStoreError(f"{path} is not a regular file")
@@ -157,8 +159,6 @@ def saved_decision(cwd: str, agent_dir: str) -> tuple[str, bool] | None:
 
 
 def _default_setting(agent_dir: str) -> Any:
-    from pisces.core.safe_open import read_bytes
-
     try:
         data = json.loads(read_bytes(os.path.join(agent_dir, "settings.json"), _MAX_TRUST_FILE) or b"{}")
     except (OSError, ValueError, RecursionError):
@@ -191,7 +191,7 @@ def trust_project(cwd: str, agent_dir: str, trusted: bool = True) -> str:
     """Save ``trusted`` for the real path of ``cwd`` in trust.json (under the file's lock, merged with what
     other processes saved). Returns the path the decision was saved for. Raises OSError or
     :class:`TrustStoreError` when it cannot be saved."""
-    from pisces.core.config.file_lock import FileLock
+    from pisces.core.config.file_lock import FileLock  # noqa: PLC0415 - not needed at start-up
 
     key = canonical_path(cwd)
     path = _trust_file(agent_dir)
@@ -260,7 +260,7 @@ def project_trust_event(cwd: str, settings_path: str, ignored: list[str]) -> dic
 
 
 def _warn(message: str) -> None:
-    import sys
+    import sys  # noqa: PLC0415 - not needed at start-up
 
     try:
         sys.stderr.write(f"pisces: {message}\n")

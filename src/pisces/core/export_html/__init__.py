@@ -28,7 +28,8 @@ from typing import Any
 
 import msgspec
 
-from pisces.core.safe_open import UnsafeFileError
+from pisces import __version__
+from pisces.core.safe_open import UnsafeFileError, write_atomic
 from pisces.core.store import RawEntry, SessionInfoEntry, load_session_file
 from pisces.core.store.entries import no_surrogates
 
@@ -83,7 +84,6 @@ def _static_parts() -> tuple[bytes, bytes, bytes]:
     csp = (f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data:; "
            "font-src 'none'; connect-src 'none'; media-src 'none'; object-src 'none'; frame-src 'none'; "
            "worker-src 'none'; base-uri 'none'; form-action 'none'")
-    from pisces import __version__
 
     values: dict[str, bytes] = {name: text.encode("utf-8") for name, text in scripts.items()}
     values["CSP"] = csp.encode()
@@ -149,8 +149,6 @@ def default_output_path(session_file: str) -> str:
 
 
 def _write(path: str, data: bytes) -> None:
-    from pisces.core.safe_open import write_atomic
-
     try:
         write_atomic(path, data)  # never into a FIFO or a device; a failed write leaves the old page whole
     except OSError as exc:

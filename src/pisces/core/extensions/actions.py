@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import UNSET
+
+from pisces.ai.types import ImageContent, TextContent
 from pisces.core.extensions.api import pick
+from pisces.core.extensions.tools import to_content
+from pisces.core.store.messages import CustomMessage
+from pisces.core.tools.groups import tool_source_info
 
 
 def custom_message(message: Any) -> Any:
     """A ``{custom_type, content, display, details}`` dict (pi's camelCase keys too) as a custom message."""
-    from pisces.core.store.messages import CustomMessage
 
     if isinstance(message, CustomMessage):
         return message
@@ -18,8 +23,6 @@ def custom_message(message: Any) -> Any:
         raise ValueError("a custom message needs a 'custom_type' (a string)")
     content = pick(message, "content", default="")
     if not isinstance(content, str):
-        from pisces.core.extensions.tools import to_content
-
         content = to_content(content)
     details = pick(message, "details")
     msg = CustomMessage(customType=custom_type, content=content, display=bool(pick(message, "display",
@@ -54,13 +57,10 @@ class Actions:
                         "send_message")
 
     def send_user_message(self, ext: Any, content: Any, deliver_as: str | None) -> None:
-        from pisces.core.extensions.tools import to_content
-
         if isinstance(content, str):
             text, images = content, None
         else:
             blocks = to_content(content)
-            from pisces.ai.types import ImageContent, TextContent
 
             text = "\n".join(b.text for b in blocks if isinstance(b, TextContent))
             images = [b for b in blocks if isinstance(b, ImageContent)] or None
@@ -68,8 +68,6 @@ class Actions:
                                             expand=False), "send_user_message")
 
     def append_entry(self, custom_type: str, data: Any = None) -> str:
-        from msgspec import UNSET
-
         return self.session.store.append_custom_entry(custom_type, UNSET if data is None else data)
 
     # -- session metadata -----------------------------------------------------------------------------------
@@ -87,8 +85,6 @@ class Actions:
         return [t.name for t in self.session.agent.tools]
 
     def get_all_tools(self) -> list[dict[str, Any]]:
-        from pisces.core.tools.groups import tool_source_info
-
         return [{"name": t.name, "description": t.description, "parameters": t.parameters,
                  "sourceInfo": tool_source_info(self.session, t)} for t in self.session.all_tools.values()]
 

@@ -8,8 +8,12 @@ is queued until then. After a reload or a session replacement the old object is 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import logging
 from typing import Any, Callable
+
+from pisces.core.extensions.tools import run_exec
 
 NOT_READY = "Extension runtime not initialized. Action methods cannot be called during extension loading."
 STALE = ("This extension ctx is stale after session replacement or reload. Do not use a captured pi or command "
@@ -160,8 +164,6 @@ class EventBus:
             try:
                 result = handler(data)
                 if inspect.isawaitable(result):
-                    import asyncio
-
                     task = asyncio.ensure_future(result)
                     task.add_done_callback(lambda t, c=channel: self._report(c, t))
             except Exception as exc:  # noqa: BLE001 - one listener must not stop the others
@@ -334,7 +336,6 @@ class ExtensionAPI:
                    timeout: int | None = None, cwd: str | None = None) -> Any:
         """Run ``command args...`` (no shell): ``ExecResult(stdout, stderr, code, killed)``. ``timeout`` in ms."""
         self._live()
-        from pisces.core.extensions.tools import run_exec
 
         return await run_exec(command, list(args or []), signal=signal or pick(options, "signal"),
                               timeout_ms=timeout or pick(options, "timeout"),
@@ -346,6 +347,4 @@ class ExtensionAPI:
 
     @property
     def logger(self) -> Any:
-        import logging
-
         return logging.getLogger(f"pisces.extension.{self._ext.path}")

@@ -16,10 +16,22 @@ import sys
 from collections import deque
 from typing import Any, Callable
 
-from pisces.core.extensions.api import STALE, Runtime
+import msgspec
+from msgspec import UNSET
+
+from pisces.agent.gate import EXTENSIONS_RANK, install
+from pisces.agent.types import GateDecision, ResultPatch
+from pisces.ai.types import StreamOptions, now_ms
+from pisces.core.errors import UsageError
+from pisces.core.extensions.actions import Actions, custom_message
+from pisces.core.extensions.api import STALE, Runtime, pick
 from pisces.core.extensions.context import CommandContext, ExtensionContext
 from pisces.core.extensions.loader import discover, load_all
 from pisces.core.extensions.runner import ExtensionRunner, error_text
+from pisces.core.extensions.sources import extension_sources_present
+from pisces.core.extensions.tools import ExtensionTool, to_content
+from pisces.core.resources.templates import slash_command
+from pisces.core.tools.groups import replace_tool_group
 
 TOOL_GROUP = "extensions"
 
@@ -67,7 +79,6 @@ def _register_pending_providers(runtime: Runtime, registry: Any, failures: list[
 def resolve_flags(result: LoadResult, args: list[str]) -> None:
     """Command-line words argparse did not know: ``--name`` (a boolean flag) or ``--name=value`` of a flag an
     extension registered. Anything else is the usage error argparse would have given."""
-    from pisces.core.errors import UsageError
 
     flags = result.runner.flags()
     unknown = []
@@ -92,7 +103,6 @@ async def reload_extensions(session: Any) -> None:
     if session.hooks.active:
         await session.hooks.reload()
         return
-    from pisces.core.extensions.sources import extension_sources_present
 
     if not extension_sources_present(session.extension_options, session.settings):
         return
@@ -123,15 +133,12 @@ class ExtensionHost:
         self._turn_index = 0
         session.hooks = self
         agent = session.agent
-        from pisces.agent.gate import EXTENSIONS_RANK, install
 
         install(agent).add(EXTENSIONS_RANK, before=self._before_tool_call, after=self._after_tool_call)
         agent.transform_context = self._transform_context
         base_options = agent.stream_options
 
         def stream_options(model: Any) -> Any:
-            from pisces.ai.types import StreamOptions
-
             opts = base_options(model) if base_options is not None else StreamOptions()
             opts.onPayload = self.payload_hook  # before_provider_request
             return opts
@@ -141,8 +148,6 @@ class ExtensionHost:
 
     # -- binding ------------------------------------------------------------------------------------
     def _bind(self) -> None:
-        from pisces.core.extensions.actions import Actions
-
         runner = self.runner
         runner.make_context = lambda: ExtensionContext(self, runner.runtime)
         runner.error_listeners = [self._report]
@@ -154,9 +159,6 @@ class ExtensionHost:
         self.refresh_tools()
 
     def refresh_tools(self) -> None:
-        from pisces.core.extensions.tools import ExtensionTool
-        from pisces.core.tools.groups import replace_tool_group
-
         tools = [ExtensionTool(d, lambda: ExtensionContext(self, self.runner.runtime)) for d in self.runner.tools()]
         replace_tool_group(self.session, TOOL_GROUP, tools)
 
@@ -309,7 +311,6 @@ class ExtensionHost:
                                  ) -> tuple[list[Any], str | None]:
         if not self.runner.has_handlers("before_agent_start"):
             return [], None
-        from pisces.core.extensions.actions import custom_message
 
         runtime = self.runner.runtime
         messages, system_prompt = await self.runner.emit_before_agent_start(
@@ -319,7 +320,6 @@ class ExtensionHost:
     async def user_bash(self, command: str, cwd: str) -> dict[str, Any] | None:
         if not self.runner.has_handlers("user_bash"):
             return None
-        from pisces.core.extensions.api import pick
 
         out = await self.runner.emit_user_bash({"type": "user_bash", "command": command,
                                                 "excludeFromContext": False, "cwd": cwd})
@@ -335,8 +335,6 @@ class ExtensionHost:
         return data
 
     def commands(self) -> list[dict[str, Any]]:
-        from pisces.core.resources.templates import slash_command
-
         return [slash_command(name, "extension", command.description, dict(command.extension.source_info))
                 for name, command in self.runner.commands()]
 
@@ -372,12 +370,8 @@ class ExtensionHost:
                 self._drained.set()
 
     def _as_event(self, kind: str, event: Any) -> dict[str, Any]:
-        import msgspec
-
         data: dict[str, Any] = {"type": kind, **msgspec.structs.asdict(event)}
         if kind == "turn_start":
-            from pisces.ai.types import now_ms
-
             data["turnIndex"] = self._turn_index
             data["timestamp"] = now_ms()
         elif kind == "turn_end":
@@ -394,8 +388,6 @@ class ExtensionHost:
         if not self.runner.has_handlers("tool_call"):
             return None
         await self.drain()
-        from pisces.agent.types import GateDecision
-        from pisces.core.extensions.api import pick
 
         out = await self.runner.emit_tool_call({"type": "tool_call", "toolCallId": info.tool_call_id,
                                                 "toolName": info.tool_name, "input": info.args})
@@ -407,10 +399,7 @@ class ExtensionHost:
     async def _after_tool_call(self, info: Any, result: Any, is_error: bool) -> Any:
         if not self.runner.has_handlers("tool_result"):
             return None
-        from msgspec import UNSET
 
-        from pisces.agent.types import ResultPatch
-        from pisces.core.extensions.tools import to_content
 
         out = await self.runner.emit_tool_result({
             "type": "tool_result", "toolCallId": info.tool_call_id, "toolName": info.tool_name, "input": info.args,
@@ -436,8 +425,6 @@ def _kind(event: Any) -> str:
 
 
 def _snapshot(event: Any) -> Any:
-    import msgspec
-
     message = event.message
     copy = msgspec.convert(msgspec.to_builtins(message), type(message))
     return msgspec.structs.replace(event, message=copy)

@@ -18,6 +18,8 @@ loads once. A module loads as ``register(pi)`` (or ``extension``/``default``), s
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -25,7 +27,10 @@ import os
 import sys
 from typing import Any, Callable
 
+from pisces.core.config.trust import is_project_trusted
 from pisces.core.extensions.api import Extension, ExtensionAPI, Runtime
+from pisces.core.extensions.entry_points import entry_points
+from pisces.core.extensions.legacy import custom_tool_register
 
 ENTRY_POINT_GROUP = "pisces.extensions"
 AUTOLOAD_ENV = "PISCES_DISABLE_EXTENSION_AUTOLOAD"
@@ -48,7 +53,6 @@ class Source:
 
 def is_trusted(cwd: str, agent_dir: str) -> bool:
     """pisces.core.config.trust's answer (--approve, trust.json, defaultProjectTrust)."""
-    from pisces.core.config.trust import is_project_trusted
 
     try:
         return bool(is_project_trusted(cwd, agent_dir))
@@ -123,8 +127,6 @@ def discover(cwd: str, agent_dir: str, *, global_settings: dict[str, Any], proje
                 if paths and (scope == "user" or project_allowed(sub)):
                     sources.extend(Source(p, kind=kind, scope=scope) for p in paths)
         if os.environ.get(AUTOLOAD_ENV, "") in ("", "0"):
-            from pisces.core.extensions.entry_points import entry_points
-
             for name, value, dist in entry_points(ENTRY_POINT_GROUP, agent_dir):
                 module, _, attr = value.partition(":")
                 sources.append(Source(f"entry-point:{name}", source=dist or name, scope="user", origin="package",
@@ -165,7 +167,6 @@ def import_source(source: Source) -> Callable[..., Any]:
     init = os.path.join(path, "__init__.py") if is_pkg else path
     if is_pkg and not os.path.isfile(init):
         raise ImportError(f"{path} is a directory without __init__.py")
-    import hashlib
 
     name = "pisces_ext_" + hashlib.sha1(os.path.realpath(path).encode()).hexdigest()[:12]
     for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
@@ -202,8 +203,6 @@ async def load_all(sources: list[Source], runtime: Runtime) -> tuple[list[Extens
         try:
             factory = import_source(source)
             if source.kind == "tool":
-                from pisces.core.extensions.legacy import custom_tool_register
-
                 factory = custom_tool_register(factory)
             result = factory(ExtensionAPI(ext, runtime))
             if inspect.isawaitable(result):
@@ -218,7 +217,6 @@ async def load_all(sources: list[Source], runtime: Runtime) -> tuple[list[Extens
 def run_now(coro: Any) -> Any:
     """Run a coroutine to its end from synchronous code: with ``asyncio.run`` when no loop runs, else by
     driving it by hand, which works as long as it never has to wait (sync register functions)."""
-    import asyncio
 
     try:
         asyncio.get_running_loop()

@@ -23,6 +23,7 @@ import inspect
 from typing import Any, AsyncIterator, Callable
 
 from pisces.core.extensions.api import CommandDefinition, Event, Extension, Runtime, ToolDefinition, pick
+from pisces.core.extensions.tools import to_content
 
 ErrorListener = Callable[[dict[str, Any]], None]
 
@@ -180,8 +181,6 @@ class ExtensionRunner:
                 value = pick(out, *names)
                 if value is not None:
                     if key == "content":
-                        from pisces.core.extensions.tools import to_content
-
                         value = to_content(value)  # later handlers see content blocks, whatever was returned
                     current = Event(current)
                     current[key] = value

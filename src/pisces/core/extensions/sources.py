@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from pisces.core.config.settings import Settings
+from pisces.core.extensions.entry_points import entry_points
 
 
 def extension_sources_present(opts: dict[str, Any], settings: Settings) -> bool:
@@ -28,6 +29,5 @@ def extension_sources_present(opts: dict[str, Any], settings: Settings) -> bool:
                 pass
     if os.environ.get("PISCES_DISABLE_EXTENSION_AUTOLOAD", "") not in ("", "0"):
         return False
-    from pisces.core.extensions.entry_points import entry_points  # a light module: the cache, else one scan
 
     return bool(entry_points("pisces.extensions", adir))

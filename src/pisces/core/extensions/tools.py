@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from pisces.agent.types import AgentTool, AgentToolResult
 from pisces.ai.types import ImageContent, TextContent
+from pisces.core.tools.bash_exec import kill_process_group
 
 
 def to_content(value: Any) -> list[Any]:
@@ -100,7 +101,6 @@ async def run_exec(command: str, args: list[str], *, signal: Any = None, timeout
 
     def kill() -> None:
         nonlocal killed
-        from pisces.core.tools.bash_exec import kill_process_group
 
         killed = True
         kill_process_group(proc.pid)

@@ -18,6 +18,7 @@ import os
 from typing import Any
 
 from pisces.core.config.paths import agent_dir as default_agent_dir
+from pisces.core.resources.templates import slash_command
 from pisces.core.safe_open import TEXT_MAX_BYTES, read_text
 
 
@@ -170,7 +171,6 @@ def format_skills_for_prompt(skills: list[Skill]) -> str:
 def skill_commands(session: Any) -> list[dict[str, Any]]:
     if not session.settings.enable_skill_commands:
         return []
-    from pisces.core.resources.templates import slash_command
 
     return [slash_command(f"skill:{s.name}", "skill", s.description,
                           {"path": s.file_path, "source": "local", "scope": s.scope, "origin": "top-level",

@@ -15,6 +15,7 @@ from pisces.agent.agent import Agent
 from pisces.agent.types import AgentTool, MessageEndEvent, MessageStartEvent
 from pisces.ai.models import clamp_thinking_level
 from pisces.ai.types import AssistantMessage, Model, StreamOptions, TextContent, UserMessage, now_ms
+from pisces.core.config.auth import no_api_key_error
 from pisces.core.config.models_registry import UNKNOWN_MODEL, ModelRegistry, next_thinking_level
 from pisces.core.config.settings import Settings
 from pisces.core.errors import SessionError
@@ -23,6 +24,7 @@ from pisces.core.session import views
 from pisces.core.session.hooks import NoHooks
 from pisces.core.session.retry import RetryPolicy
 from pisces.core.session.switching import SessionSwitching
+from pisces.core.session.ui import NoUI
 from pisces.core.store import SessionManager, convert_to_llm, list_sessions
 from pisces.core.store.messages import CustomMessage
 from pisces.core.task.hooks import SubagentHooks
@@ -97,8 +99,6 @@ class AgentSession(SessionSwitching):
     def ui(self) -> Any:
         """The SessionUI (pisces.core.session.ui) the mode set; without one, ``NoUI`` (dialogs answer defaults)."""
         if self._ui is None:
-            from pisces.core.session.ui import NoUI
-
             self._ui = self.ui_factory() if self.ui_factory is not None else NoUI()
         return self._ui
 
@@ -158,7 +158,7 @@ class AgentSession(SessionSwitching):
 
     def _expand(self, text: str) -> str:
         if text.startswith("/skill:"):
-            from pisces.core.resources.skills import expand_skill_command
+            from pisces.core.resources.skills import expand_skill_command  # noqa: PLC0415 - not needed at start-up
 
             text = expand_skill_command(self, text)
         return expand_prompt_template(self.cwd, text, self.resources)
@@ -320,7 +320,7 @@ class AgentSession(SessionSwitching):
     def compactor(self) -> Any:
         """The Compactor, imported and built on first use so that start-up stays light."""
         if self._compactor_obj is None:
-            from pisces.core.session.compactor import Compactor
+            from pisces.core.session.compactor import Compactor  # noqa: PLC0415 - not needed at start-up
 
             self._compactor_obj = Compactor(self, self._run_lock)
         return self._compactor_obj
@@ -352,7 +352,7 @@ class AgentSession(SessionSwitching):
 
     async def reload_resources(self) -> None:
         """Read settings, extensions, skills, prompt templates and context files again."""
-        from pisces.core.extensions.binding import reload_extensions
+        from pisces.core.extensions.binding import reload_extensions  # noqa: PLC0415 - not needed at start-up
 
         self.settings.reload()
         await reload_extensions(self)
@@ -509,7 +509,7 @@ class AgentSession(SessionSwitching):
 
     def commands(self) -> list[dict[str, Any]]:
         """Extension commands, then prompt templates, then skills (``skill:<name>``), as pi lists them."""
-        from pisces.core.resources.skills import skill_commands
+        from pisces.core.resources.skills import skill_commands  # noqa: PLC0415 - not needed at start-up
 
         return [*self.hooks.commands(), *list_prompt_commands(self.cwd, self.resources),
                 *skill_commands(self)]
@@ -568,7 +568,7 @@ class AgentSession(SessionSwitching):
     # RPC bash, export
     # ------------------------------------------------------------------------------------------
     async def run_bash(self, command: str) -> Any:
-        from pisces.core.session.user_bash import run_rpc_bash
+        from pisces.core.session.user_bash import run_rpc_bash  # noqa: PLC0415 - not needed at start-up
 
         return await run_rpc_bash(self, command)
 
@@ -594,7 +594,7 @@ class AgentSession(SessionSwitching):
         return await self.compactor.compact_manual(custom_instructions)
 
     async def export_html(self, output_path: str | None) -> dict[str, Any]:
-        from pisces.core.export_html import export_session
+        from pisces.core.export_html import export_session  # noqa: PLC0415 - not needed at start-up
 
         return {"path": export_session(self, output_path)}
 
@@ -621,6 +621,4 @@ def _js(value: Any) -> str:
 
 
 def _no_key_error(model: Any, registry: Any) -> str:
-    from pisces.core.config.auth import no_api_key_error
-
     return no_api_key_error(model, registry)

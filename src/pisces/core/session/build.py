@@ -13,14 +13,20 @@ import sys
 from typing import Any
 
 from pisces.ai.models import clamp_thinking_level
+from pisces.ai.providers import faux
+from pisces.core.approval import MODES as APPROVAL_MODES
+from pisces.core.approval import attach as attach_approval
 from pisces.core.config.models_registry import ModelRegistry
 from pisces.core.config.paths import agent_dir
 from pisces.core.config.settings import Settings
+from pisces.core.config.trust import untrusted_notice
 from pisces.core.errors import SessionConfigError, UsageError
 from pisces.core.extensions.sources import extension_sources_present
+from pisces.core.resources.system_prompt import build_system_prompt, default_guidelines, resolve_prompt_input
 from pisces.core.session.agent_session import AgentSession
 from pisces.core.store import SessionFileError, SessionManager, find_sessions_by_id, resolve_session_dir
 from pisces.core.task import register_task_tool
+from pisces.core.tools import DEFAULT_TOOL_NAMES, create_tools
 
 
 def _session_path(arg: str) -> str:
@@ -82,8 +88,6 @@ def _begin(*, cwd: str | None = None, provider: str | None = None, model: str | 
     plan.adir = agent_dir()
     plan.settings = Settings(plan.adir, plan.cwd)
     if plan.settings.ignored_project_settings:
-        from pisces.core.config.trust import untrusted_notice
-
         sys.stderr.write(untrusted_notice(plan.settings.project_path, plan.settings.ignored_project_settings) + "\n")
     plan.ext_options = {"cwd": plan.cwd, "agent_dir": plan.adir, "cli_paths": list(extension_paths or []),
                         "no_extensions": no_extensions, "inline": list(extensions or [])}
@@ -92,7 +96,7 @@ def _begin(*, cwd: str | None = None, provider: str | None = None, model: str | 
 
 
 def _extensions_coroutine(plan: _Plan) -> Any:
-    from pisces.core.extensions.binding import load_extensions
+    from pisces.core.extensions.binding import load_extensions  # noqa: PLC0415 - not needed at start-up
 
     return load_extensions(plan.ext_options, plan.settings)
 
@@ -104,7 +108,7 @@ def create_agent_session(**kwargs: Any) -> AgentSession:
     register function needs ``create_agent_session_async`` when an event loop is already running."""
     plan = _begin(**kwargs)
     if extension_sources_present(plan.ext_options, plan.settings):
-        from pisces.core.extensions.loader import run_now
+        from pisces.core.extensions.loader import run_now  # noqa: PLC0415 - not needed at start-up
 
         plan.loaded = run_now(_extensions_coroutine(plan))
     return _finish(plan)
@@ -119,16 +123,11 @@ async def create_agent_session_async(**kwargs: Any) -> AgentSession:
 
 
 def _finish(plan: _Plan) -> AgentSession:
-    from pisces.core.resources.system_prompt import build_system_prompt, default_guidelines
-    from pisces.core.tools import DEFAULT_TOOL_NAMES, create_tools
-
     cwd, adir, settings = plan.cwd, plan.adir, plan.settings
     provider, model, faux_script, api_key = plan.provider, plan.model, plan.faux_script, plan.api_key
     session, continue_session, tools, models = plan.session, plan.continue_session, plan.tools, plan.models
     use_faux = provider == "faux" or bool(faux_script)
     if use_faux:
-        from pisces.ai.providers import faux
-
         if faux_script and faux.SCRIPT.source != faux_script:  # once per process, however many sessions
             try:
                 faux.SCRIPT.load_file(faux_script)
@@ -140,7 +139,7 @@ def _finish(plan: _Plan) -> AgentSession:
     if registry.load_error:
         sys.stderr.write(f"pisces: {registry.load_error}\n")
     if plan.loaded is not None:
-        from pisces.core.extensions.binding import apply_providers, resolve_flags
+        from pisces.core.extensions.binding import apply_providers, resolve_flags  # noqa: PLC0415 - not needed at start-up
 
         apply_providers(plan.loaded, registry)
         resolve_flags(plan.loaded, plan.extension_flags or [])
@@ -192,7 +191,7 @@ def _finish(plan: _Plan) -> AgentSession:
                 guidelines += [str(g) for g in definition.prompt_guidelines]
         skills = ""
         if sess is not None and any(t.name == "read" for t in active_tools):
-            from pisces.core.resources.skills import format_skills_for_prompt, session_skills
+            from pisces.core.resources.skills import format_skills_for_prompt, session_skills  # noqa: PLC0415 - not needed at start-up
 
             skills = format_skills_for_prompt(session_skills(sess))
         return build_system_prompt(cwd, tools=listed, guidelines=guidelines, agent_dir=adir,
@@ -208,17 +207,15 @@ def _finish(plan: _Plan) -> AgentSession:
                           promptPaths=list(plan.prompt_template_paths or []),
                           promptTemplates=not plan.no_prompt_templates)
     if plan.loaded is not None:
-        from pisces.core.extensions.binding import ExtensionHost
+        from pisces.core.extensions.binding import ExtensionHost  # noqa: PLC0415 - not needed at start-up
 
         ExtensionHost(sess, plan.ext_options, plan.loaded)
-    from pisces.core.approval import MODES as APPROVAL_MODES
-    from pisces.core.approval import attach as attach_approval
 
     if plan.approval_mode is not None and plan.approval_mode not in APPROVAL_MODES:
         raise SessionConfigError(f"Invalid approval mode '{plan.approval_mode}': use yolo, write or always-ask")
     attach_approval(sess, cli_mode=plan.approval_mode)  # the approval gate (docs/approval.md)
     if _has_budget_settings(settings):  # otherwise nothing of pisces.core.budget is even imported
-        from pisces.core.budget import attach_from_settings
+        from pisces.core.budget import attach_from_settings  # noqa: PLC0415 - not needed at start-up
 
         attach_from_settings(sess)
     return sess
@@ -243,7 +240,6 @@ def _session_kwargs(args: Any) -> dict[str, Any]:
         tools = []  # no built-in tool; extension and host tools still come on when they register
     append = getattr(args, "append_system_prompt", None)
     if isinstance(append, list):  # repeatable: each is text or a file, joined as pi joins them
-        from pisces.core.resources.system_prompt import resolve_prompt_input
 
         parts = [resolve_prompt_input(a) for a in append]
         append = "\n\n".join(p for p in parts if p) or None

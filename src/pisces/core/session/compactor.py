@@ -34,6 +34,7 @@ from pisces.core.compaction.summarize import (
     summarize_branch_entries,
 )
 from pisces.core.compaction.tokens import estimate_context_tokens, usage_tokens
+from pisces.core.errors import SessionError
 from pisces.core.store import CompactionEntry, entry_type, iso_to_ms, latest_compaction
 
 __all__ = ["Compactor", "is_context_overflow", "OVERFLOW_RETRY_FAILED"]
@@ -193,8 +194,6 @@ class Compactor:
     # Manual
     # ------------------------------------------------------------------------------------------
     async def compact_manual(self, custom_instructions: str | None = None) -> dict[str, Any]:
-        from pisces.core.errors import SessionError
-
         session = self.session
         session.retry.cancel()
         session.agent.abort()
@@ -343,7 +342,6 @@ class Compactor:
         """Leave the current branch for ``target_id`` with a summary of it: the leaf moves to the target
         (to its parent for a user or custom message) and a ``branch_summary`` entry is appended there.
         Returns the summary entry's id, or None when there was nothing to summarise (the leaf still moves)."""
-        from pisces.core.errors import SessionError
 
         session = self.session
         store = session.store

@@ -16,7 +16,7 @@ from typing import Any
 
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import now_ms
-from pisces.core.store import BashExecutionMessage
+from pisces.core.store import BashExecutionMessage, SessionManager
 from pisces.core.tools.bash_exec import ShellError, run_shell
 
 
@@ -76,7 +76,6 @@ class BashRunner:
 
 def _record_in_file(path: str, session_id: str, message: Any) -> None:
     """Append ``message`` to the session file it ran for, if that session is on disk."""
-    from pisces.core.store import SessionManager
 
     try:
         store = SessionManager.open(path)

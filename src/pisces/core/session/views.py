@@ -151,7 +151,7 @@ def tree_view(entries: list[Any], leaf_id: str | None, labels: dict[str, str]) -
 
 def session_rows(infos: list[Any]) -> list[dict[str, Any]]:
     """``list_sessions`` rows: the store's SessionInfo structs as plain objects."""
-    import msgspec
+    import msgspec  # noqa: PLC0415 - not needed at start-up
 
     return [msgspec.to_builtins(info) for info in infos]
 

@@ -26,7 +26,7 @@ class LazyTaskTool(AgentTool):
 
     def load(self) -> Any:
         if self._tool is None:
-            from pisces.core.task.tool import TaskTool
+            from pisces.core.task.tool import TaskTool  # noqa: PLC0415 - not needed at start-up
 
             self._tool = TaskTool(self._host_factory())
         return self._tool
@@ -54,7 +54,7 @@ def register_task_tool(tools: dict[str, AgentTool], session_ref: Callable[[], An
     subagents working in the session's directory share (isolated ones work in a local git worktree)."""
 
     def host() -> Any:
-        from pisces.core.task.task_host import TaskHost
+        from pisces.core.task.task_host import TaskHost  # noqa: PLC0415 - not needed at start-up
 
         return TaskHost.for_session(session_ref(), agent_dir, backends)
 

@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from pisces.core.config.trust import is_project_trusted as trusted
 from pisces.core.task.frontmatter import FrontmatterError, parse_frontmatter
 
 BUNDLED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bundled")
@@ -206,6 +207,5 @@ def discover_agents(cwd: str, agent_dir: str, *, project_trusted: bool) -> Disco
 
 def is_project_trusted(cwd: str, agent_dir: str) -> bool:
     """Whether ``cwd``'s own agent definitions may be used (the project is trusted: pisces.core.config.trust)."""
-    from pisces.core.config.trust import is_project_trusted as trusted
 
     return bool(trusted(cwd, agent_dir))

@@ -29,11 +29,19 @@ from pisces.agent.types import (
 from pisces.ai.abort import AbortSignal
 from pisces.ai.models import clamp_thinking_level
 from pisces.ai.types import AssistantMessage, TextContent
-from pisces.core.task import prompts
+from pisces.core.config.models_registry import parse_model_pattern
+from pisces.core.config.settings import Settings
+from pisces.core.errors import SessionError
+from pisces.core.resources.system_prompt import build_system_prompt
+from pisces.core.store import SessionManager
+from pisces.core.task import LazyTaskTool, prompts
 from pisces.core.task.agents import AgentDefinition
 from pisces.core.task.hooks import UsageReport
 from pisces.core.task.progress import new_progress
+from pisces.core.task.submit import SubmitResultTool
 from pisces.core.task.task_host import TaskHost
+from pisces.core.tools import ALL_TOOL_NAMES, create_tools
+from pisces.core.tools.truncate import truncate_tail
 
 MAX_OUTPUT_BYTES = 500_000
 MAX_OUTPUT_LINES = 5000
@@ -82,8 +90,6 @@ def resolve_model(host: TaskHost, patterns: list[str] | None) -> tuple[Any, str 
     """(model, thinking level named by the pattern, the pattern that matched): the first pattern that names an
     available model, else the parent's current model."""
     if patterns:
-        from pisces.core.config.models_registry import parse_model_pattern
-
         available = host.registry.get_available()
         for pattern in patterns:
             model, level, _warning = parse_model_pattern(pattern, available, strict=False)
@@ -133,7 +139,6 @@ async def run_subagent(run: SubagentRun, host: TaskHost, signal: AbortSignal,
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - a crashed subagent is a failed task, never a crashed batch
-        from pisces.core.errors import SessionError
 
         error = str(exc) if isinstance(exc, SessionError) else "".join(
             traceback.format_exception_only(type(exc), exc)).strip()
@@ -161,13 +166,6 @@ class _RunState:
 
 
 async def _build_child(run: SubagentRun, host: TaskHost) -> Any:
-    from pisces.core.config.settings import Settings
-    from pisces.core.resources.system_prompt import build_system_prompt
-    from pisces.core.store import SessionManager
-    from pisces.core.task import LazyTaskTool
-    from pisces.core.task.submit import SubmitResultTool
-    from pisces.core.tools import ALL_TOOL_NAMES, create_tools
-
     settings = await asyncio.to_thread(Settings, host.agent_dir, host.project_cwd)
     model, pattern_level, _ = resolve_model(host, run.model_override or run.agent.model)
     level = pattern_level or run.agent.thinking_level or host.get_thinking_level()
@@ -274,8 +272,6 @@ def _on_child_event(ev: Any, child: Any, run: SubagentRun, host: TaskHost, state
 
 def _finalize(run: SubagentRun, child: Any, state: _RunState, signal: AbortSignal, error: str | None
               ) -> dict[str, Any]:
-    from pisces.core.tools.truncate import truncate_tail
-
     raw = "".join(state.final_chunks if state.final_chunks is not None else state.output_chunks)
     exit_code, stderr, aborted, abort_reason = 1, "", False, None
     submitted = state.submitted

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from pisces.core.task.agents import is_project_trusted
 from pisces.core.task.hooks import SubagentHooks
 
 
@@ -83,7 +84,6 @@ class TaskHost:
             decided = getattr(session.settings, "project_trusted", None)
             if isinstance(decided, bool):
                 return decided
-            from pisces.core.task.agents import is_project_trusted
 
             return is_project_trusted(cwd, agent_dir)
 

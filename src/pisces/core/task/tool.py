@@ -25,6 +25,7 @@ from pisces.core.task.runner import Batch, TaskItem, refused, run_task
 from pisces.core.task.schema import task_schema
 from pisces.core.task.submit import normalize_schema
 from pisces.core.task.task_host import TaskHost
+from pisces.core.tools.bash_exec import get_shell_config, get_shell_env
 
 ISOLATION_DISABLED = ("Task isolation is disabled. Remove the isolated argument or set task.isolation.mode to "
                       "'worktree', 'fuse-overlay', or 'fuse-projfs'.")
@@ -315,12 +316,8 @@ def _may_drop_artifacts(isolated: bool, applied: bool | None, results: list[dict
 
 
 def _shell(settings: Any) -> tuple[str, list[str]]:
-    from pisces.core.tools.bash_exec import get_shell_config
-
     return get_shell_config(settings.shell_path)
 
 
 def _shell_env() -> dict[str, str]:
-    from pisces.core.tools.bash_exec import get_shell_env
-
     return get_shell_env()

@@ -82,12 +82,12 @@ def create_tools(cwd: str, *, shell_path: str | None = None, command_prefix: str
 
 def __getattr__(name: str) -> Any:
     if name in _CLASSES:
-        import importlib
+        import importlib  # noqa: PLC0415 - not needed at start-up
 
         module = importlib.import_module(f"{__name__}.{_CLASSES[name]}")
         return getattr(module, name)
     if name == "ToolBackends":
-        from pisces.core.tools.backends import ToolBackends
+        from pisces.core.tools.backends import ToolBackends  # noqa: PLC0415 - not needed at start-up
 
         return ToolBackends
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

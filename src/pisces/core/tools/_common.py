@@ -9,6 +9,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 from pisces.agent.types import AgentToolResult, ToolError
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import UNSET, TextContent
+from pisces.core.tools.backends import BackendError
 
 T = TypeVar("T")
 
@@ -98,7 +99,6 @@ async def run_abortable(signal: AbortSignal | None, fn: Callable[..., T], *args:
 async def await_abortable(signal: AbortSignal | None, awaitable: Awaitable[T]) -> T:
     """Await a backend call (a host answering over a connection). An abort cancels it and raises pi's
     "Operation aborted" error at once; a backend's own error becomes the tool's error text."""
-    from pisces.core.tools.backends import BackendError
 
     check_aborted(signal)
     task = asyncio.ensure_future(awaitable)

@@ -181,7 +181,7 @@ class GlobError(ValueError):
 
 
 def _re2_options(ignore_case: bool = False) -> Any:
-    import re2  # google-re2: imported on the first glob, not at start-up
+    import re2  # noqa: PLC0415 - google-re2: imported on the first glob, not at start-up
 
     options = re2.Options()
     options.case_sensitive = not ignore_case
@@ -230,7 +230,7 @@ class Glob:
     __slots__ = ("_full", "_simple", "_ignore_case")
 
     def __init__(self, glob: str, *, ignore_case: bool = False) -> None:
-        import re2
+        import re2  # noqa: PLC0415 - an optional library, loaded on first use
 
         try:
             self._full = re2.compile(_encode(_glob_regex(glob)), _re2_options(ignore_case)).fullmatch
@@ -288,7 +288,7 @@ class RuleSet:
 
     def _compiled(self) -> Any:
         if self._set is None:
-            import re2
+            import re2  # noqa: PLC0415 - an optional library, loaded on first use
 
             matcher = re2.Set.FullMatchSet(_re2_options())
             kept: list[Rule] = []

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from pisces.ai.abort import AbortSignal
+from pisces.core.config.paths import agent_dir
 from pisces.core.safe_open import create_private_file
 from pisces.core.tools.backends import ProcessOutcome
 from pisces.core.tools.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, truncate_tail, utf8_len
@@ -63,7 +64,6 @@ def get_shell_config(shell_path: str | None = None) -> tuple[str, list[str]]:
 
 def _agent_bin_dir() -> str:
     try:
-        from pisces.core.config.paths import agent_dir
         return os.path.join(agent_dir(), "bin")
     except ImportError:  # pragma: no cover - the config module is optional for this runner
         env = os.environ.get("PISCES_CODING_AGENT_DIR") or os.environ.get("PI_CODING_AGENT_DIR")

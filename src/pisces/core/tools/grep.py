@@ -204,7 +204,7 @@ def _compile(pattern: str, ignore_case: bool, literal: bool) -> Any:
     """The pattern compiled by RE2 over UTF-8 bytes (multi-line: ``^``/``$`` at line ends). RE2 guarantees
     time linear in the input, as ripgrep's engine does, and has the same syntax family (no look-around,
     no back-references: ripgrep refuses those too)."""
-    import re2  # google-re2: imported on the first fallback search, not at start-up
+    import re2  # noqa: PLC0415 - google-re2: imported on the first fallback search, not at start-up
 
     options = re2.Options()
     options.case_sensitive = not ignore_case

@@ -32,6 +32,8 @@ from acp.schema import (
 )
 
 from pisces import __version__
+from pisces.core.errors import SessionConfigError
+from pisces.core.session.build import create_session_from_args
 from pisces.core.tools.backends import ToolBackends
 
 from . import listing
@@ -167,9 +169,6 @@ class PiscesAgent:
         return await self._open(cwd, path)
 
     async def _open(self, cwd: str, path: str | None) -> AcpSession:
-        from pisces.core.errors import SessionConfigError
-        from pisces.core.session.build import create_session_from_args
-
         binding = Binding()
         backends = self._backends(binding)
 
@@ -184,7 +183,7 @@ class PiscesAgent:
             except SessionConfigError as exc:
                 raise RequestError(-32603, str(exc)) from None
         if session.approval is not None:  # tool calls the policy asks about go to the editor (docs/approval.md)
-            from .permission import AcpApprover
+            from .permission import AcpApprover  # noqa: PLC0415 - loaded on first use
 
             session.approval.set_approver(AcpApprover(self._conn, binding, cwd, fallback=session.approval.fallback))
         await session.hooks.start("startup")  # extensions' session_start (nothing when there are none)

@@ -15,6 +15,7 @@ from acp import RequestError
 from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption, SessionMode, SessionModeState
 
 from pisces.ai.models import supported_thinking_levels
+from pisces.core.errors import SessionError
 
 READ_ONLY_TOOLS = ("read", "grep", "find", "ls")
 MODES = {
@@ -63,7 +64,6 @@ class SessionSettings:
 
     def set_option(self, config_id: str, value: Any) -> None:
         """Apply one option; a SessionError (unknown model) or a bad value becomes invalid params."""
-        from pisces.core.errors import SessionError
 
         if not isinstance(value, str):
             raise RequestError.invalid_params({"configId": config_id, "reason": "pisces options take a string value"})

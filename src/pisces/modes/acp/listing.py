@@ -14,6 +14,7 @@ from acp.schema import ListSessionsResponse, SessionInfo
 from pisces.core.config.paths import agent_dir
 from pisces.core.config.settings import Settings
 from pisces.core.store import list_sessions, resolve_session_dir
+from pisces.modes.acp.sessions import title_of
 
 PAGE_SIZE = 50
 
@@ -40,8 +41,6 @@ def find_session_file(session_id: str, cwd: str, explicit_dir: str | None) -> st
 
 
 def list_page(cwd: str | None, cursor: str | None, explicit_dir: str | None) -> ListSessionsResponse:
-    from pisces.modes.acp.sessions import title_of
-
     if cwd is not None:
         check_cwd(cwd)
         infos = [i for i in list_sessions(session_directory(cwd, explicit_dir)) if i.cwd == cwd]

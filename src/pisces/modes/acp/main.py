@@ -17,18 +17,18 @@ from pisces.modes.entry import run_and_exit, start_up_done, take_stdout
 
 
 async def _serve(args: Any, out_fd: int) -> int:
-    from acp.core import AgentSideConnection  # the SDK: over a second to import, so only in this mode
+    from acp.core import AgentSideConnection  # noqa: PLC0415 - the SDK: over a second to import, so only in this mode
 
-    from .agent import PiscesAgent
-    from .outbox import ResponseWatch
-    from .transport import InFlight, StdioTransport
+    from .agent import PiscesAgent  # noqa: PLC0415 - loaded on first use
+    from .outbox import ResponseWatch  # noqa: PLC0415 - loaded on first use
+    from .transport import InFlight, StdioTransport  # noqa: PLC0415 - loaded on first use
 
     # The SDK's thousands of schema classes live as long as the process: no cycle search over them, during
     # the import (run_acp paused the collector) or ever after.
     start_up_done()
 
     if args.faux_script:  # refuse a bad script at start-up, as the other modes do
-        from pisces.ai.providers import faux
+        from pisces.ai.providers import faux  # noqa: PLC0415 - loaded on first use
 
         try:
             faux.SCRIPT.load_file(args.faux_script)
@@ -46,7 +46,7 @@ async def _serve(args: Any, out_fd: int) -> int:
     transport = StdioTransport(out_fd, on_eof=at_eof)
     conn = AgentSideConnection(agent, transport, listening=False, use_unstable_protocol=True,
                                observers=[watch.observe, in_flight.observe])
-    from pisces.modes import signals
+    from pisces.modes import signals  # noqa: PLC0415 - loaded on first use
 
     received: list[int] = []
     main = asyncio.current_task()

@@ -26,6 +26,8 @@ from acp.schema import (
     UsageUpdate,
 )
 
+from pisces.core.errors import SessionError
+from pisces.core.session.views import fork_messages
 from pisces.core.store import iso_now
 
 from .config import SessionSettings
@@ -85,14 +87,12 @@ class AcpSession:
         self.outbox.post(update_available_commands([_command(c) for c in commands if c.get("name")]))
 
     def post_text(self, text: str) -> None:
-        from acp import update_agent_message_text
+        from acp import update_agent_message_text  # noqa: PLC0415 - an optional library, loaded on first use
 
         self.outbox.post(update_agent_message_text(text))
 
     # ------------------------------------------------------------------------------------------
     async def prompt(self, blocks: list[Any]) -> PromptResponse:
-        from pisces.core.errors import SessionError
-
         text, images = prompt_from_blocks(blocks)
         async with self._turn:
             if self._run is not None and not self._run.done():
@@ -167,7 +167,6 @@ class AcpSession:
             return name
         if self._title is not None:
             return self._title
-        from pisces.core.session.views import fork_messages
 
         first = fork_messages(self.session.store.get_entries())
         if not first:

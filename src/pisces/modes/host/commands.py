@@ -13,6 +13,11 @@ from typing import Any, Callable
 
 from msgspec import UNSET
 
+from pisces.ai.models import supported_thinking_levels
+from pisces.core.config.trust import save_decision
+from pisces.core.session.views_pi import entries_since, pi_tree
+from pisces.modes.host.encoding import DELTAS, FULL, PROFILES, profile_for
+
 NO_DATA: Any = UNSET  # the response has no ``data`` key
 ANSWERED: Any = object()  # the handler already sent its response
 
@@ -56,7 +61,7 @@ def _kind(value: Any) -> str:
 
 
 def _images(cmd: dict) -> list[Any] | None:
-    from pisces.core.session.prompt_input import parse_images
+    from pisces.core.session.prompt_input import parse_images  # noqa: PLC0415 - not needed at start-up
 
     try:
         return parse_images(cmd.get("images"), cmd.get("attachments"))
@@ -315,16 +320,12 @@ def h_set_label(server: Any, cmd: dict) -> Any:
 
 
 def h_get_tree(server: Any, cmd: dict) -> Any:
-    from pisces.core.session.views_pi import pi_tree
-
     store = server.session.store
     return pi_tree(store.get_entries(), store.get_leaf_id(), store.get_labels(),
                    include_content=cmd.get("includeContent") is True)
 
 
 def h_get_entries(server: Any, cmd: dict) -> Any:
-    from pisces.core.session.views_pi import entries_since
-
     since = _opt_str(cmd, "since")
     store = server.session.store
     try:
@@ -335,8 +336,6 @@ def h_get_entries(server: Any, cmd: dict) -> Any:
 
 
 def h_get_available_thinking_levels(server: Any, cmd: dict) -> Any:
-    from pisces.ai.models import supported_thinking_levels
-
     return {"levels": supported_thinking_levels(server.session.model)}
 
 
@@ -357,8 +356,6 @@ def h_set_active_tools(server: Any, cmd: dict) -> Any:
 
 
 def h_trust_project(server: Any, cmd: dict) -> Any:
-    from pisces.core.config.trust import save_decision
-
     trusted = cmd.get("trusted", True)
     if not isinstance(trusted, bool):
         raise RpcError(f"Invalid 'trusted': expected true or false, got {_kind(trusted)}")
@@ -367,7 +364,6 @@ def h_trust_project(server: Any, cmd: dict) -> Any:
 
 def h_set_stream_options(server: Any, cmd: dict) -> Any:
     """What this client's message_update frames carry (see pisces.modes.host.encoding)."""
-    from pisces.modes.host.encoding import DELTAS, FULL, PROFILES, profile_for
 
     out = server.out
     profile = cmd.get("profile")
@@ -395,7 +391,7 @@ def h_set_stream_options(server: Any, cmd: dict) -> Any:
 
 
 def h_set_budget(server: Any, cmd: dict) -> Any:
-    from pisces.core.budget import BudgetPolicyError, set_session_budget
+    from pisces.core.budget import BudgetPolicyError, set_session_budget  # noqa: PLC0415 - not needed at start-up
 
     try:
         return set_session_budget(server.session, cmd.get("budget"))

@@ -28,7 +28,7 @@ def parse_line(raw: bytes) -> tuple[Any, str | None]:
         return json.loads(text, parse_constant=_reject_constant, parse_int=_js_int), None
     except (ValueError, RecursionError):
         pass
-    from pisces.modes.host.jsonerror import describe_json_error  # only bad input pays for it
+    from pisces.modes.host.jsonerror import describe_json_error  # noqa: PLC0415 - only bad input pays for it
 
     return None, f"Failed to parse command: {describe_json_error(text)}"
 

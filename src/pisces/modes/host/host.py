@@ -26,9 +26,11 @@ import inspect
 import sys
 from typing import Any, Callable
 
+from pisces.modes.host.approvals import TYPED_TOOL_APPROVALS, ClientApprover, cancel_frame, client_form
 from pisces.modes.host.commands import ANSWERED, COMMANDS, NO_DATA, RpcError
 from pisces.modes.host.encoding import DELTAS, FULL, StreamEncoder
 from pisces.modes.host.protocol import canonical_command
+from pisces.modes.host.ui_requests import DEFAULT_DIALOG_TIMEOUT_MS, PendingRequests, RemoteUI
 
 TYPED = "typed "  # a replay buffer key: the typed form of an approval frame (pisces.modes.host.replay)
 
@@ -120,7 +122,7 @@ class Host:
         self.replay: Any = None  # pisces.modes.host.replay.ReplayBuffer (web mode)
         self.live: Any = None  # pisces.modes.host.replay.LiveState (web mode)
         if resumable:
-            from pisces.modes.host.replay import LiveState, ReplayBuffer
+            from pisces.modes.host.replay import LiveState, ReplayBuffer  # noqa: PLC0415 - not needed at start-up
 
             self.replay = ReplayBuffer(replay_bytes, replay_events)
             self.live = LiveState()
@@ -130,8 +132,6 @@ class Host:
         self._open_requests: dict[str, dict[str, Any]] = {}  # request id -> frame, while it waits (re-sent)
         self.approvals: Any = None  # the ClientApprover asking the clients (pisces.modes.host.approvals)
         if getattr(session, "approval", None) is not None:
-            from pisces.modes.host.approvals import ClientApprover
-
             # the web mode can always ask properly (its browsers speak the typed frames), even while none is
             # attached: a request waits for the phone that comes back
             self.approvals = ClientApprover(self._send_approval, typed=self._asks_typed,
@@ -156,8 +156,6 @@ class Host:
         if client in self.clients:
             self.clients.remove(client)
         if client is self._host_tools_owner and self.host_tools is not None:
-            from pisces.modes.host.ui_requests import PendingRequests
-
             old, self.host_tools.pending = self.host_tools.pending, PendingRequests()
             old.close()  # its calls end now ("disconnected"), not at their timeout
             self._host_tools_owner = None
@@ -168,8 +166,6 @@ class Host:
 
     # -- the session UI and host tools ------------------------------------------------------------
     def _make_ui(self) -> Any:
-        from pisces.modes.host.ui_requests import DEFAULT_DIALOG_TIMEOUT_MS, RemoteUI
-
         # several clients: once one answers, the others are told to close the dialog
         self._ui = RemoteUI(self.broadcast, default_timeout_ms=setting_ms(self.session, "ui.dialogTimeoutMs",
                                                                          DEFAULT_DIALOG_TIMEOUT_MS),
@@ -179,8 +175,7 @@ class Host:
     def host_tool_bridge(self, owner: Client) -> Any:
         """The bridge for ``set_host_tools``; its calls go to ``owner`` (the client that declared the tools)."""
         if self.host_tools is None:
-            from pisces.modes.host.host_tools import DEFAULT_TIMEOUT_MS, HostToolBridge
-            from pisces.modes.host.ui_requests import PendingRequests
+            from pisces.modes.host.host_tools import DEFAULT_TIMEOUT_MS, HostToolBridge  # noqa: PLC0415 - not needed at start-up
 
             self.host_tools = HostToolBridge(self._send_host_tool_frame, PendingRequests(),
                                              setting_ms(self.session, "hostTools.timeoutMs", DEFAULT_TIMEOUT_MS))
@@ -198,14 +193,12 @@ class Host:
 
     def _send_approval(self, frame: dict[str, Any]) -> None:
         """An approval frame for every client, each in the form it understands (typed, or pi's select)."""
-        from pisces.modes.host.approvals import client_form
 
         self.broadcast(frame, pi_form=client_form(frame, False))
 
     def set_client_capabilities(self, client: Client, capabilities: dict[str, Any]) -> dict[str, Any]:
         """``negotiate_protocol``: what ``client`` understands. Approval requests already open are sent to it
         again in the new form (and withdrawn in the old one), after the response."""
-        from pisces.modes.host.approvals import TYPED_TOOL_APPROVALS, cancel_frame, client_form
 
         value = capabilities.get("typedToolApprovals", False)
         if isinstance(value, bool) or (isinstance(value, int) and value >= 0):
@@ -255,8 +248,6 @@ class Host:
             del self._open_requests[rid]
         out = list(self._open_requests.values())
         if self.approvals is not None:
-            from pisces.modes.host.approvals import client_form
-
             out.extend(client_form(f, client.typed_approvals) for f in self.approvals.pending_frames())
         return out
 
@@ -431,7 +422,7 @@ class Host:
 
 
 def _new_stream_id() -> str:
-    import os
+    import os  # noqa: PLC0415 - not needed at start-up
 
     return os.urandom(8).hex()
 

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 from pisces.agent.types import AgentTool, AgentToolResult, ToolError
 from pisces.ai.types import TextContent
+from pisces.core.extensions.tools import to_result
+from pisces.core.tools.groups import replace_tool_group
 from pisces.modes.host.ui_requests import PendingRequests, answered, new_id
 
 DEFAULT_TIMEOUT_MS = 600_000
@@ -21,8 +23,6 @@ GROUP = "host"
 
 
 def _content(raw: Any) -> AgentToolResult:
-    from pisces.core.extensions.tools import to_result
-
     return to_result(raw)  # both callers hand it a dict
 
 
@@ -78,8 +78,6 @@ class HostToolBridge:
         self.default_timeout_ms = default_timeout_ms
 
     def set_tools(self, session: Any, tools: Any) -> list[str]:
-        from pisces.core.tools.groups import replace_tool_group
-
         defs = normalize(tools)
         made = [HostTool(d, self) for d in defs]
         return replace_tool_group(session, GROUP, made, hidden={t.name for t in made if t.hidden}, exclusive=True)

@@ -23,7 +23,7 @@ DEFAULT_DIALOG_TIMEOUT_MS = 600_000  # a dialog nobody answers ends (with its de
 
 
 def new_id() -> str:
-    import uuid
+    import uuid  # noqa: PLC0415 - not needed at start-up
 
     return str(uuid.uuid4())
 

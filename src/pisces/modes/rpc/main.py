@@ -6,26 +6,25 @@ import asyncio
 import sys
 from typing import Any
 
+from pisces.modes import signals
 from pisces.modes.entry import open_session_or_report, run_and_exit, start_up_done
 from pisces.modes.rpc.output import FrameWriter
+from pisces.modes.rpc.server import RpcServer
 
 
 async def _serve(args: Any, writer: FrameWriter) -> int:
-    from pisces.modes.rpc.server import RpcServer
-
     session = await open_session_or_report(args)
     if isinstance(session, int):
         return session
     writer.profile = getattr(args, "stream_profile", None) or writer.profile
     web = host = None
     if getattr(args, "web", False):  # browsers on the same live session (pisces.modes.web)
-        from pisces.modes.web.main import new_host, start_web
+        from pisces.modes.web.main import new_host, start_web  # noqa: PLC0415 - not needed at start-up
 
         host = new_host(session)
         web = await start_web(host, args, announce=lambda text: sys.stderr.write(f"pisces web: {text}\n"))
         if web is None:
             return 1
-    from pisces.modes import signals
 
     server = RpcServer(session, writer, host)
     remove = signals.install(asyncio.get_running_loop(), server.terminate)

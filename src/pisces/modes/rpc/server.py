@@ -13,6 +13,8 @@ import sys
 import threading
 from typing import Any
 
+from pisces.ai.providers import prepare
+from pisces.core.config.trust import project_trust_event
 from pisces.modes.host.framing import parse_line
 from pisces.modes.host.host import ANSWER_TYPES, Client, Host, message
 from pisces.modes.rpc.output import FrameWriter
@@ -107,7 +109,6 @@ class RpcServer:
             self.out.write({"type": "ready"})
         settings = self.session.settings
         if settings.ignored_project_settings:  # the host learns what the untrusted project did not get
-            from pisces.core.config.trust import project_trust_event
 
             self._emit(project_trust_event(settings.cwd, settings.project_path, settings.ignored_project_settings))
         self._schedule_warm_up(loop)
@@ -176,8 +177,6 @@ class RpcServer:
         first = self._warmed_api is None
         self._warmed_api = api
         if api:
-            from pisces.ai.providers import prepare
-
             threading.Thread(target=prepare, args=(api,), name="sdk-warm-up", daemon=True).start()
         if first:
             asyncio.get_running_loop().call_soon(self.session.prepare_first_prompt)

@@ -7,8 +7,11 @@ import os
 import sys
 from typing import Any
 
+from pisces.modes import signals
 from pisces.modes.entry import open_session_or_report, run_and_exit, start_up_done
+from pisces.modes.host.host import Host
 from pisces.modes.web.auth import MIN_TOKEN_CHARS, is_loopback
+from pisces.modes.web.server import WebServer
 
 
 def check_args(args: Any) -> str | None:
@@ -42,7 +45,6 @@ def host_options(session: Any) -> dict[str, Any]:
 
 def new_host(session: Any) -> Any:
     """The host that serves ``session`` to browsers (and, with ``--web``, beside the stdio client)."""
-    from pisces.modes.host.host import Host
 
     return Host(session, resumable=True, **host_options(session))
 
@@ -50,7 +52,6 @@ def new_host(session: Any) -> Any:
 async def start_web(host: Any, args: Any, *, announce: Any) -> Any:
     """Bind and start serving ``host`` to browsers; prints where (through ``announce``). None, after saying
     why on stderr, when it cannot listen."""
-    from pisces.modes.web.server import WebServer
 
     bind = args.host or "127.0.0.1"
     web = WebServer(host, bind=bind, port=args.port or 0, token=web_token(args),
@@ -74,7 +75,6 @@ async def _serve_web(args: Any) -> int:
     session = await open_session_or_report(args)
     if isinstance(session, int):
         return session
-    from pisces.modes import signals
 
     host = new_host(session)
     stop = asyncio.Event()

@@ -30,6 +30,7 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from pisces.core.export_html import ExportError, render_session
 from pisces.modes.host.encoding import DELTAS, PROFILES
 from pisces.modes.host.framing import parse_line
 from pisces.modes.host.host import Client, Host, with_seq
@@ -233,8 +234,6 @@ class WebServer:
         return _response(200, "OK", TYPES.get(path.suffix, "application/octet-stream"), body)
 
     async def _export(self) -> Response:
-        from pisces.core.export_html import ExportError, render_session
-
         try:
             page = render_session(self.host.session)  # ~13 ms for 2,000 messages; entries read on the loop
         except ExportError as exc:
