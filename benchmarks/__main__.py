@@ -21,8 +21,9 @@ Workloads (sizes as in the issue; ``--tiny`` shrinks them all for the smoke test
 pi 0.73.1 runs where node is present (installed by ../shared/conformance/install_pi.sh the first time),
 through ``node <cli.js> --mode rpc`` with HOME at a temporary home holding .pi/agent/models.json and
 settings.json pointing at the benchmarks' own scripted LLM (benchmarks/_llm.py), so that every figure that does
-not compare with pi runs from the repository alone (``--no-pi`` needs nothing beside it). Side-by-side figures alternate the two
-agents (pi, pisces, pi, pisces, ...) and report medians; where pi cannot be measured the table says n/a.
+not compare with pi runs from the repository alone (``--no-pi`` needs nothing beside it). Side-by-side
+figures alternate the two agents (pi, pisces, pi, pisces, ...) and report medians; where pi cannot be
+measured the table says n/a.
 The grep/find rows compare with bare rg instead of pi. Nothing here asserts a timing.
 """
 

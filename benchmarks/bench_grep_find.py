@@ -91,9 +91,15 @@ def run(cfg, res, wl, harness=None) -> None:
               root]),
             ("find_ms", f"find tool, {n} files (vs bare rg --files)", FindTool, find_params,
              [rg, "--files", "--hidden", "--no-require-git", root])):
-        tool_fn = (lambda tool=tool, params=params: run_tool(tool(root, rg_path=rg), params))
-        py_fn = (lambda tool=tool, params=params: run_tool(tool(root, rg_path=None), params))
-        rg_fn = (lambda bare=bare: subprocess.run(bare, capture_output=True))
+        def tool_fn(tool=tool, params=params):
+            return run_tool(tool(root, rg_path=rg), params)
+
+        def py_fn(tool=tool, params=params):
+            return run_tool(tool(root, rg_path=None), params)
+
+        def rg_fn(bare=bare):
+            return subprocess.run(bare, capture_output=True)
+
         if rg:
             t_tool, t_rg = _alternate(reps, tool_fn, rg_fn)
             res.add(Figure(key, label, "ms", t_tool, t_rg, "rg", detail={"rg_args": bare[1:-1]}))
@@ -119,7 +125,7 @@ def run(cfg, res, wl, harness=None) -> None:
             a.send({"id": "p", "type": "prompt", "message": "grep for needle_marker"})
             a.wait(lambda o: o.get("type") == "agent_end", 120)
             with a.cond:
-                pairs = [(r["t"], o) for r, o in zip([r for r in a.records if r["dir"] == "out"], a.out)]
+                pairs = [(r["t"], o) for r, o in zip([r for r in a.records if r["dir"] == "out"], a.out, strict=False)]
         finally:
             a.close()
         start = next(t for t, o in pairs if o.get("type") == "tool_execution_start")
@@ -156,8 +162,10 @@ def main() -> None:
             tool_grep = best(lambda: run_tool(GrepTool(root, rg_path=rg), grep_params), args.repeat)
             tool_find = best(lambda: run_tool(FindTool(root, rg_path=rg), find_params), args.repeat)
             rows += [("grep tool (rg)", tool_grep, bare_grep), ("find tool (rg)", tool_find, bare_find)]
-            assert run_tool(GrepTool(root, rg_path=rg), grep_params) == run_tool(GrepTool(root, rg_path=None), grep_params)
-            assert run_tool(FindTool(root, rg_path=rg), find_params) == run_tool(FindTool(root, rg_path=None), find_params)
+            assert run_tool(GrepTool(root, rg_path=rg), grep_params) == run_tool(
+                GrepTool(root, rg_path=None), grep_params)
+            assert run_tool(FindTool(root, rg_path=rg), find_params) == run_tool(
+                FindTool(root, rg_path=None), find_params)
         else:
             bare_grep = bare_find = None
         py_grep = best(lambda: run_tool(GrepTool(root, rg_path=None), grep_params), args.repeat)

@@ -120,7 +120,8 @@ class RawClient:
     def send(self, text: str) -> None:
         data = text.encode()
         mask = os.urandom(4)
-        head = bytes((0x81, 0x80 | len(data))) if len(data) < 126 else bytes((0x81, 0xFE)) + len(data).to_bytes(2, "big")
+        short = len(data) < 126
+        head = bytes((0x81, 0x80 | len(data))) if short else bytes((0x81, 0xFE)) + len(data).to_bytes(2, "big")
         self.writer.write(head + mask + bytes(c ^ mask[i % 4] for i, c in enumerate(data)))
 
     def close(self) -> None:

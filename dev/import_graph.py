@@ -17,7 +17,8 @@ import sys
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 # layer of each top-level part: an import may only go to the same or a lower number
 LAYERS = {"ai": 0, "agent": 1, "core": 2, "modes": 3, "cli": 4, "__main__": 5, "client": 0, "__init__": 5}
-LOOSE_PARENTS = ("pisces", "pisces.ai", "pisces.core", "pisces.modes")  # a module file directly in these is a node of its own
+# a module file directly in one of these is a node of its own
+LOOSE_PARENTS = ("pisces", "pisces.ai", "pisces.core", "pisces.modes")
 
 
 def node_of(module: str) -> str:

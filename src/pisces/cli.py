@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-key", dest="api_key", help="API key for the selected provider (overrides env and auth.json)")
     p.add_argument("--thinking", type=_choice(THINKING_CHOICES, "--thinking"), help="thinking level: "
                    + ", ".join(THINKING_CHOICES))
-    p.add_argument("--mode", type=_choice(MODES, "--mode"), default=None, help="output mode: text (default), json, rpc, acp, web (the browser UI: docs/web.md)")
+    p.add_argument("--mode", type=_choice(MODES, "--mode"), default=None,
+                   help="output mode: text (default), json, rpc, acp, web (the browser UI: docs/web.md)")
     p.add_argument("-p", "--print", dest="print_mode", action="store_true",
                    help="answer the prompt, print the final text and exit")
     p.add_argument("--no-session", dest="no_session", action="store_true", help="keep the session in memory only")

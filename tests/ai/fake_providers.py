@@ -171,7 +171,7 @@ async def stream(m: Model, context: Any, options: Any) -> AsyncIterator[Any]:
                 await asyncio.sleep(30)
             except asyncio.CancelledError:
                 log.append("cancelled")
-                raise ProviderBoom("transport closed")
+                raise ProviderBoom("transport closed") from None
             return
         raise AssertionError(f"unknown fake provider kind {kind!r}")
     except asyncio.CancelledError:

@@ -25,7 +25,7 @@ def _delta(text: str, index: int = 0, cls=TextDeltaEvent):
 
 def feed(coalescer: _Coalescer, items, times):
     out = []
-    for item, now in zip(items, times):
+    for item, now in zip(items, times, strict=False):
         out.extend(coalescer.delta(item, now))
     return out
 
@@ -86,7 +86,7 @@ async def test_a_large_fast_reply_emits_snapshots_linear_in_its_size(faux):
     await asyncio.wait_for(run(), 120)
     types = kinds(events)
     assert types[-1] == "done"
-    deltas = [e for e, t in zip(events, types) if t == "text_delta"]
+    deltas = [e for e, t in zip(events, types, strict=False) if t == "text_delta"]
     assert "".join(e.delta for e in deltas) == final(events).content[0].text
     emitted = 0
     so_far = 0

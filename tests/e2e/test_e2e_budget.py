@@ -30,7 +30,7 @@ def text(answer: str, inp: int, out: int) -> dict:
 def labelled(frames: list[dict]) -> list[str]:
     """compact(), with budget events as ``budget_warning(tool_calls)`` and no streaming updates."""
     out = []
-    for f, name in zip(frames, compact_each(frames)):
+    for f, name in zip(frames, compact_each(frames), strict=False):
         if name in ("message_update*", "tool_execution_update:bash"):
             continue
         if name.startswith("budget_"):

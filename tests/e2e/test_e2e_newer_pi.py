@@ -11,7 +11,7 @@ def _two_prompts(home, spawn):
     p = spawn("--faux-script", home.faux_script([{"text": "first answer"},
                                                  {"toolCalls": [{"name": "bash", "arguments": {"command": "true"}}]},
                                                  {"text": "second answer"}]))
-    for i, text in enumerate(("hello", "run it")):
+    for text in ("hello", "run it"):
         p.ok({"type": "prompt", "message": text})
         p.until_type("agent_settled", 30)
     return p

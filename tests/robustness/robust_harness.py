@@ -252,7 +252,7 @@ class Agent:
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
             self.write_error = f"{type(exc).__name__}: {exc}"
-            raise AssertionError(self.describe(f"cannot write to the agent's stdin ({self.write_error})"))
+            raise AssertionError(self.describe(f"cannot write to the agent's stdin ({self.write_error})")) from exc
 
     def send(self, obj: Any) -> None:
         self.send_line(json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass"))

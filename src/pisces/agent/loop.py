@@ -298,7 +298,7 @@ async def _execute_tool_calls(calls: list[ToolCall], config: LoopConfig, signal:
             remove()
 
     results = []
-    for call, outcome in zip(calls, outcomes):
+    for call, outcome in zip(calls, outcomes, strict=False):
         result, is_error = outcome  # type: ignore[misc]
         results.append(ToolResultMessage(toolCallId=call.id, toolName=call.name, content=result.content,
                                          details=result.details, isError=is_error, timestamp=now_ms()))

@@ -24,7 +24,7 @@ class AbortSignal:
         for cb in listeners:
             try:
                 cb()
-            except Exception:  # a listener must never stop the others
+            except Exception:  # noqa: BLE001 - a listener must never stop the others
                 pass
 
     def add_listener(self, cb: Callable[[], None]) -> Callable[[], None]:

@@ -64,8 +64,8 @@ class _Coalescer:
     bytes downstream (an endless or hostile stream: gigabytes). Below ``COALESCE_FROM_CHARS`` every delta is
     its own event, as in pi. Past it, a delta still goes out at once when it came at least
     ``size / SNAPSHOT_CHARS_PER_S`` seconds after the provider's previous event (a stream that slow costs at
-    most that many snapshot characters a second; at 16 KB, a gap of 0.5 ms; at 1 MB, 31 ms). A delta arriving faster is held
-    and merged with those that follow until they add 1/8 of the message, or a slow gap comes; any other event
+    most that many snapshot characters a second; at 16 KB, a gap of 0.5 ms; at 1 MB, 31 ms). A delta arriving faster is
+    held and merged with those that follow until they add 1/8 of the message, or a slow gap comes; any other event
     (the block's end, the next block, done, error) sends the held delta first. No text is lost or reordered;
     a held delta waits for the provider's next event, which in a burst comes at once."""
 
@@ -128,7 +128,7 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
     signal = options.signal
     try:
         provider = get_provider(model.api)
-    except Exception as exc:  # unknown api, or the SDK failed to import
+    except Exception as exc:  # noqa: BLE001 - unknown api, or the SDK failed to import: an error reply
         out = _empty_output(model)
         yield StartEvent(partial=out)
         out.stopReason = "error"

@@ -57,7 +57,7 @@ from pisces.client.types import (  # noqa: F401 - the TypedDicts are re-exported
 
 __all__ = [
     "RpcClient", "EventStream", "RpcClientError", "RpcCommandError", "RpcProcessExited", "RpcTimeoutError",
-    "DEFAULT_COMMAND", "SyncRpcClient",
+    "DEFAULT_COMMAND", "SyncRpcClient",  # noqa: F822 - provided by __getattr__ (sync.py imports this module)
 ]
 
 log = logging.getLogger("pisces.rpc.client")

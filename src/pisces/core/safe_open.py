@@ -223,7 +223,7 @@ def write_atomic(path: str, data: bytes, *, mode: int | None = None, new_mode: i
     base = os.path.basename(target)
     fd = -1
     tmp = ""
-    for attempt in range(100):
+    for _attempt in range(100):
         tmp = os.path.join(directory, f".{base[:200]}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)

@@ -64,7 +64,7 @@ def catalogue_lines(registry: Any, search: str | None = None) -> list[str]:
         rows.append((m.provider, m.id, format_tokens(m.contextWindow), format_tokens(m.maxTokens),
                      "yes" if m.reasoning else "no", "yes" if "image" in m.input else "no", statuses[m.provider]))
     widths = [max(len(HEADERS[i]), *(len(r[i]) for r in rows)) for i in range(len(HEADERS))]
-    fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()  # noqa: E731
     return [fmt(HEADERS), *(fmt(r) for r in rows)]
 
 

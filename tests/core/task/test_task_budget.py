@@ -53,7 +53,7 @@ async def test_nested_subagents_count_toward_the_parents_max_subagents(session, 
     assert [e["id"] for e in subagent_events(s.events) if e["type"] == "subagent_start"] == ["0-Outer"]
     from pisces.ai.providers.faux import SCRIPT
 
-    outer_second = [c for c, who in zip(SCRIPT.requests, SCRIPT.requesters) if "Outer" in who][1]
+    outer_second = [c for c, who in zip(SCRIPT.requests, SCRIPT.requesters, strict=False) if "Outer" in who][1]
     inner_result = outer_second.messages[-1]  # what the Outer subagent's own task call returned
     assert inner_result.details["results"][0]["error"] == "Budget exceeded (subagents)"
     assert details["results"][0]["exitCode"] == 0

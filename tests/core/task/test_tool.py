@@ -110,11 +110,11 @@ async def test_submit_error_missing_submit_and_schema_mismatch(session):
     assert silent["exitCode"] == 1 and silent["error"] == (
         "SYSTEM WARNING: Subagent exited without calling submit_result tool after 3 reminders.")
     assert SCRIPT.subagents["Silent"] == type(SCRIPT.subagents["Silent"])()  # the first reply and 3 reminders
-    reminders = [c.messages[-1].content[0].text for c, who in zip(SCRIPT.requests, SCRIPT.requesters)
+    reminders = [c.messages[-1].content[0].text for c, who in zip(SCRIPT.requests, SCRIPT.requesters, strict=False)
                  if "Silent" in who][1:]
     assert [("reminder %d of 3" % i) in r for i, r in enumerate(reminders, 1)] == [True, True, True]
     assert typed["exitCode"] == 0 and json.loads(typed["output"]) == {"count": 3}
-    typed_requests = [c for c, who in zip(SCRIPT.requests, SCRIPT.requesters) if "Typed" in who]
+    typed_requests = [c for c, who in zip(SCRIPT.requests, SCRIPT.requesters, strict=False) if "Typed" in who]
     first_answer = typed_requests[1].messages[-1]
     assert first_answer.isError and "Output does not match schema: /count: must be int32" in first_answer.content[0].text
     assert "<status>cancelled</status>" in text and "<status>failed (exit 1)</status>" in text
@@ -171,8 +171,8 @@ async def test_nested_subagents_show_their_events_and_depth_is_bounded(session):
                       ("0-Outer.0-Inner", "subagent_end"), ("0-Outer", "subagent_end")]
     assert [(r.id, r.depth) for r in asked] == [("0-Outer", 1), ("0-Outer.0-Inner", 2)]
     assert details["results"][0]["exitCode"] == 0
-    inner_tools = [t.name for c, who in zip(SCRIPT.requests, SCRIPT.requesters) if "Inner" in who for t in c.tools]
-    outer_tools = [t.name for c, who in zip(SCRIPT.requests, SCRIPT.requesters) if "Outer" in who for t in c.tools]
+    inner_tools = [t.name for c, who in zip(SCRIPT.requests, SCRIPT.requesters, strict=False) if "Inner" in who for t in c.tools]
+    outer_tools = [t.name for c, who in zip(SCRIPT.requests, SCRIPT.requesters, strict=False) if "Outer" in who for t in c.tools]
     assert "task" in outer_tools and "task" not in inner_tools  # depth 2 is task.maxRecursionDepth
     assert sorted(set(inner_tools)) == ["find", "grep", "ls", "read", "submit_result"]
 
@@ -184,7 +184,7 @@ async def test_spawn_policy_of_a_subagent(session):
     assert details["results"][0]["exitCode"] == 0
     from pisces.ai.providers.faux import SCRIPT
 
-    answer = [c for c, who in zip(SCRIPT.requests, SCRIPT.requesters) if "Planner" in who][1].messages[-1]
+    answer = [c for c, who in zip(SCRIPT.requests, SCRIPT.requesters, strict=False) if "Planner" in who][1].messages[-1]
     assert answer.content[0].text == "Cannot spawn 'task'. Allowed: explore"
 
 
@@ -263,8 +263,8 @@ async def test_project_agent_overrides_bundled_only_in_a_trusted_project(session
         _, details = await run(s, {"agent": "explore", "tasks": one(f"Scout{trusted}")},
                                {f"Scout{trusted}": [submit({"summary": "", "files": [], "architecture": ""})]})
         result = details["results"][0]
-        system = next(c for c, who in zip(SCRIPT.requests, SCRIPT.requesters) if who).systemPrompt
-        tools = sorted(t.name for t in next(c for c, who in zip(SCRIPT.requests, SCRIPT.requesters) if who).tools)
+        system = next(c for c, who in zip(SCRIPT.requests, SCRIPT.requesters, strict=False) if who).systemPrompt
+        tools = sorted(t.name for t in next(c for c, who in zip(SCRIPT.requests, SCRIPT.requesters, strict=False) if who).tools)
         if trusted:
             assert result["agentSource"] == "project" and "PROJECT SCOUT PROMPT" in system
             assert tools == ["read", "submit_result"]

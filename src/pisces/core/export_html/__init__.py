@@ -104,13 +104,14 @@ def _static_parts() -> tuple[bytes, bytes, bytes]:
     pieces.append(template[pos:])
     # Join everything static; keep TITLE and SESSION_DATA as the two holes.
     out: list[bytes] = [b""]
-    for piece, hole in zip(pieces, holes + [""]):
+    for piece, hole in zip(pieces, holes + [""], strict=False):
         out[-1] += piece
         if hole in ("TITLE", "SESSION_DATA"):
             out.append(b"")
         elif hole:
             out[-1] += values[hole]
-    if holes.count("TITLE") != 1 or holes.count("SESSION_DATA") != 1 or holes.index("TITLE") > holes.index("SESSION_DATA"):
+    if (holes.count("TITLE") != 1 or holes.count("SESSION_DATA") != 1
+            or holes.index("TITLE") > holes.index("SESSION_DATA")):
         raise RuntimeError("export template must hold {{TITLE}} and then {{SESSION_DATA}} once each")
     return out[0], out[1], out[2]
 

@@ -173,7 +173,11 @@ class ExtensionRunner:
         current = self._event("tool_result", event)
         changed = False
         ctx = self.make_context()
-        async for _ext, out in self._answers("tool_result", lambda: current, ctx):
+
+        def patched() -> Any:  # each handler sees the event its predecessors patched
+            return current
+
+        async for _ext, out in self._answers("tool_result", patched, ctx):
             if not out:
                 continue
             for key, names in (("content", ("content",)), ("details", ("details",)),
@@ -235,7 +239,10 @@ class ExtensionRunner:
 
     async def _chain(self, event_type: str, key: str, value: Any, replace_whole: bool) -> Any:
         ctx = self.make_context()
-        async for _ext, out in self._answers(event_type, lambda: Event({"type": event_type, key: value}), ctx):
+        def event() -> Event:  # each handler sees the value its predecessors left
+            return Event({"type": event_type, key: value})
+
+        async for _ext, out in self._answers(event_type, event, ctx):
             if replace_whole:
                 if out is not None:
                     value = out

@@ -17,7 +17,8 @@ from pisces.core.safe_open import TEXT_MAX_BYTES, read_text
 
 
 def _template_dirs(cwd: str) -> list[tuple[str, str]]:
-    return [(os.path.join(agent_dir(), "prompts"), "user"), (os.path.join(project_config_dir(cwd), "prompts"), "project")]
+    return [(os.path.join(agent_dir(), "prompts"), "user"),
+            (os.path.join(project_config_dir(cwd), "prompts"), "project")]
 
 
 def _split_frontmatter(text: str) -> tuple[dict[str, str], str]:

@@ -121,7 +121,8 @@ def read_session_info(path: str) -> SessionInfo | None:
     lines = data.split(b"\n")
     header_dict = None
     start = 0
-    for start, line in enumerate(lines):
+    for index, line in enumerate(lines):
+        start = index  # the header's line: the entries follow it
         if not line.strip():
             continue
         try:

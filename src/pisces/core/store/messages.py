@@ -146,7 +146,8 @@ def create_branch_summary_message(summary: str, from_id: str, timestamp: str) ->
     return BranchSummaryMessage(summary=summary, fromId=from_id, timestamp=iso_to_ms(timestamp))
 
 
-def create_compaction_summary_message(summary: str, tokens_before: int | float, timestamp: str) -> CompactionSummaryMessage:
+def create_compaction_summary_message(summary: str, tokens_before: int | float,
+                                      timestamp: str) -> CompactionSummaryMessage:
     return CompactionSummaryMessage(summary=summary, tokensBefore=tokens_before, timestamp=iso_to_ms(timestamp))
 
 

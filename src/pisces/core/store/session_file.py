@@ -381,7 +381,7 @@ class SessionManager:
     def __del__(self) -> None:
         try:
             self._close_fd()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a finalizer must not raise (the interpreter may be shutting down)
             pass
 
     # ------------------------------------------------------------------------------------------

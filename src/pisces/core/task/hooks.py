@@ -5,10 +5,10 @@ else that must count or refuse delegated work, plugs in here without touching th
 
 * ``spawn_gate(request) -> None | str`` is asked before every subagent and every verification-repair
   subagent is started (before its worktree is made). ``None`` lets it start, and the gate counts it at that
-  moment; a string refuses it and is the reason the task result shows. The gate is a plain synchronous call, on purpose: tasks of a
-  parallel batch ask one after another, each sees the slots the previous ones took, and a batch cannot
-  overshoot a limit. A spawn that was allowed but then could not start (its worktree could not be set up)
-  is handed back through ``spawn_cancelled(request)``.
+  moment; a string refuses it and is the reason the task result shows. The gate is a plain synchronous call,
+  on purpose: tasks of a parallel batch ask one after another, each sees the slots the previous ones took,
+  and a batch cannot overshoot a limit. A spawn that was allowed but then could not start (its worktree could
+  not be set up) is handed back through ``spawn_cancelled(request)``.
 * ``on_usage(report)`` is called after each reply of each subagent with that reply's usage and the
   subagent's running total, so that the parent's counters include what its subagents spend.
 

@@ -67,7 +67,7 @@ async def capture_baseline(repo: Repo) -> Baseline:
         try:
             head = (await git_text(["rev-parse", "--verify", "HEAD^{commit}"], repo.root)).strip()
         except GitError:
-            raise IsolationError("the repository has no commit yet (HEAD is unborn); commit once, then retry")
+            raise IsolationError("the repository has no commit yet (HEAD is unborn); commit once, then retry") from None
         staged = (await git(["diff", "--binary", "--cached"], repo.root)).stdout
         unstaged = (await git(["diff", "--binary"], repo.root)).stdout
         listing = (await git(["ls-files", "--others", "--exclude-standard", "-z"], repo.root)).stdout

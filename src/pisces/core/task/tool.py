@@ -126,7 +126,7 @@ class TaskTool:
         raw_ids = [t["id"] for t in tasks]
         ids = await asyncio.to_thread(self.host.allocator.allocate, raw_ids, None if temporary else artifacts_dir)
         items = []
-        for i, (t, task_id) in enumerate(zip(tasks, ids)):
+        for i, (t, task_id) in enumerate(zip(tasks, ids, strict=False)):
             assignment = str(t.get("assignment") or "").strip()
             items.append(TaskItem(index=i, id=task_id, raw_id=t["id"],
                                   task=prompts.subagent_task_text(params.get("context"), assignment),
@@ -142,7 +142,8 @@ class TaskTool:
                          [o for o in override if isinstance(o, str)] if isinstance(override, list) else None)
         batch = Batch(host=self.host, cfg=cfg, agent=agent, verification=resolved, isolated=isolated, repo=repo,
                       baseline=baseline, worktrees_home=home, artifacts_dir=artifacts_dir,
-                      output_schema=agent.output if agent.output is not None else normalize_schema(params.get("schema")),
+                      output_schema=(agent.output if agent.output is not None
+                                     else normalize_schema(params.get("schema"))),
                       model_override=override_list, signal=signal, board=board, shell=_shell(self.host.settings),
                       shell_env=_shell_env())
         try:
@@ -218,7 +219,7 @@ async def _run_all(batch: Batch, items: list[TaskItem], limit: int) -> list[dict
 
     await asyncio.gather(*(worker() for _ in range(min(limit, len(items)))))
     out = []
-    for item, result in zip(items, results):
+    for item, result in zip(items, results, strict=False):
         if result is None:
             result = refused(item, batch, "Cancelled before start")
             result["stderr"] = "Skipped (cancelled before start)"

@@ -175,7 +175,8 @@ async def run_attempt(resolved: Resolved, ctx: AttemptContext, number: int) -> d
             failed = True
             break
         ctx.emit(events.verification_command_start(ctx.task_id, number, command["name"]))
-        log = os.path.join(ctx.artifacts_dir, f"{ctx.task_id}.verify.a{number}-{index + 1}-{_slug(command['name'])}.log")
+        log_name = f"{ctx.task_id}.verify.a{number}-{index + 1}-{_slug(command['name'])}.log"
+        log = os.path.join(ctx.artifacts_dir, log_name)
         t0 = time.monotonic()
         code, timed_out = await _run_command(command, ctx, log)
         duration = int((time.monotonic() - t0) * 1000)

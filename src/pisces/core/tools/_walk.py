@@ -524,7 +524,8 @@ class Walker:
         """A function (path, is_dir) -> ignored for the entries of one directory; None if nothing can be
         ignored there. ``levels``: that directory's and its ancestors' rules, nearest first."""
         any_git = not self.require_git or any(lv.has_git for lv in levels)
-        plain = [(lv.path, lv.custom) for lv in levels if lv.custom] + [(lv.path, lv.ignore) for lv in levels if lv.ignore]
+        plain = ([(lv.path, lv.custom) for lv in levels if lv.custom]
+                 + [(lv.path, lv.ignore) for lv in levels if lv.ignore])
         git: list[tuple[str, RuleSet]] = []
         repo: str | None = None
         if any_git:

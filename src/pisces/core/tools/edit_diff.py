@@ -124,7 +124,7 @@ def apply_edits(normalized_content: str, edits: Iterable[dict[str, Any]], path: 
                 "more context to make it unique.")
         matched.append((m.index, m.match_length, i, new))
     matched.sort(key=lambda t: t[0])
-    for prev, cur in zip(matched, matched[1:]):
+    for prev, cur in zip(matched, matched[1:], strict=False):
         if prev[0] + prev[1] > cur[0]:
             raise EditError(f"edits[{prev[2]}] and edits[{cur[2]}] overlap in {path}. Merge them into one edit "
                             "or target disjoint regions.")

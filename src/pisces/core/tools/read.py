@@ -242,7 +242,8 @@ def _read_text(source: str | BinaryIO, display_path: str, offset: Any, limit: An
         end_display = start_display + trunc.outputLines - 1
         nxt = end_display + 1
         if trunc.truncatedBy == "lines":
-            notice = f"[Showing lines {start_display}-{end_display} of {window.total_file_lines}. Use offset={nxt} to continue.]"
+            notice = (f"[Showing lines {start_display}-{end_display} of {window.total_file_lines}. "
+                      f"Use offset={nxt} to continue.]")
         else:
             notice = (f"[Showing lines {start_display}-{end_display} of {window.total_file_lines} ({limit_text} "
                       f"limit). Use offset={nxt} to continue.]")

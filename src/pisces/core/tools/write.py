@@ -77,7 +77,8 @@ class WriteTool(AgentTool):
                 await run_abortable(signal, _write, path, raw_path, content)
             else:
                 await await_abortable(signal, self.files.write_text(path, _LONE_SURROGATE.sub("\ufffd", content)))
-        return AgentToolResult(content=[TextContent(text=f"Successfully wrote {js_length(content)} bytes to {raw_path}")])
+        text = f"Successfully wrote {js_length(content)} bytes to {raw_path}"
+        return AgentToolResult(content=[TextContent(text=text)])
 
 
 __all__ = ["WriteTool", "WRITE_SCHEMA", "WRITE_DESCRIPTION", "js_length"]

@@ -121,7 +121,8 @@ class RpcServer:
         while not self.exit_signal:
             line = await lines.get()
             if line is None or self.exit_signal:
-                if held and not self.exit_signal:  # stdin ended during start-up: nobody can answer a dialog now; then the held commands
+                # stdin ended during start-up: nobody can answer a dialog now; then the held commands
+                if held and not self.exit_signal:
                     self.host.close_dialogs()
                     await asyncio.wait([start], timeout=5)  # type: ignore[list-item]
                     for item in held:
