@@ -363,12 +363,18 @@ class AgentSession(SessionSwitching):
         self._session_changed("reload")
 
     async def abort(self) -> None:
-        """Stop everything in flight (retry wait, run, compaction) and return once idle."""
-        self.retry.cancel()
-        if self._compactor_obj is not None:
-            self._compactor_obj.abort()
-        self.agent.abort()
-        await self.agent.wait_for_idle()
+        """Stop everything in flight (retry wait, run, compaction) and return once idle. Extension handlers
+        still running are abandoned first: abort never waits for a handler (pisces.core.extensions.runner)."""
+        self.hooks.abort_handlers()
+        try:
+            self.retry.cancel()
+            if self._compactor_obj is not None:
+                self._compactor_obj.abort()
+            self.agent.abort()
+            await self.agent.wait_for_idle()
+            await self.hooks.drain()  # the run's last events reach the session (bounded by the abort's deadline)
+        finally:
+            self.hooks.abort_finished()
 
     def last_assistant_message(self) -> AssistantMessage | None:
         for m in reversed(self.agent.messages):
