@@ -197,6 +197,12 @@ class AgentSession(SessionSwitching):
         """Streaming, retrying (back-off included), or compacting: a new prompt must wait or queue."""
         return self.agent.is_streaming or self._run_lock.locked() or self.is_compacting
 
+    def record_usage(self, usage: Any) -> None:
+        """A request the session made on the user's behalf outside the agent's turns (a compaction or branch
+        summary): its usage counts toward the budget like a reply's."""
+        if self.budget is not None:
+            self.budget.add_usage(usage)
+
     def mark_context_unknown(self) -> None:
         """No usage describes the context until the next reply (right after a compaction rewrote it)."""
         self._context_unknown = True
