@@ -18,7 +18,7 @@ inside a run, which already holds that lock).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pisces.agent.types import MessageEndEvent, MessageStartEvent
 from pisces.ai.abort import AbortSignal
@@ -35,6 +35,9 @@ from pisces.core.compaction.summarize import (
 )
 from pisces.core.compaction.tokens import estimate_context_tokens, usage_tokens
 from pisces.core.store import CompactionEntry, entry_type, iso_to_ms, latest_compaction
+
+if TYPE_CHECKING:
+    from pisces.core.session.ports import CompactionHost
 
 __all__ = ["Compactor", "is_context_overflow", "OVERFLOW_RETRY_FAILED"]
 
@@ -53,7 +56,7 @@ def is_context_overflow(message: AssistantMessage, context_window: int) -> bool:
 
 
 class Compactor:
-    def __init__(self, session: Any, run_lock: asyncio.Lock | None = None) -> None:
+    def __init__(self, session: CompactionHost, run_lock: asyncio.Lock | None = None) -> None:
         self.session = session
         self._run_lock = run_lock or asyncio.Lock()  # the session's: held by every run (prompt, retries)
         self._aborts = 0
