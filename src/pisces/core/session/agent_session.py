@@ -48,7 +48,7 @@ class AgentSession(SessionSwitching):
         self.store = store
         self.all_tools = tools
         self._build_system_prompt = system_prompt_builder
-        self.hooks: SessionHooks = NoHooks()  # the extensions (pisces.core.extensions.binding.ExtensionHost) when there are any
+        self.hooks: SessionHooks = NoHooks()  # the ExtensionHost (core/extensions/binding.py) when there are any
         self.extension_options: dict[str, Any] = {}  # how to find them again (reload), set by the SDK
         self._ui: SessionUI | None = None  # the mode's SessionUI (see ``ui``), or built by ``ui_factory`` on first use
         self.ui_factory: Callable[[], SessionUI] | None = None
@@ -68,7 +68,7 @@ class AgentSession(SessionSwitching):
         self.bash_runner: BashRunnerPort | None = None
         self.subagents = SubagentHooks()  # the task tool's spawn gate and usage callback
         self.budget: Budget | None = None  # a pisces.core.budget.SessionBudget once a limit is set (docs/budgets.md)
-        self.approval: Approval | None = None  # pisces.core.approval.SessionApproval, the tool-call approval (docs/approval.md)
+        self.approval: Approval | None = None  # core/approval/session_gate.SessionApproval (docs/approval.md)
         self.is_compacting = False
         self._run_lock = asyncio.Lock()
         self.agent = Agent(

@@ -18,7 +18,7 @@ inside a run, which already holds that lock).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from pisces.agent.types import MessageEndEvent, MessageStartEvent
 from pisces.ai.abort import AbortSignal
@@ -177,13 +177,15 @@ class Compactor:
         decision = await self.session.hooks.before("session_before_compact", {
             "preparation": preparation, "branchEntries": branch, "customInstructions": custom_instructions,
             "signal": signal})
-        get = (lambda k: decision.get(k)) if isinstance(decision, dict) else (lambda k: getattr(decision, k, None))
+        get: Callable[[str], Any] = ((lambda k: decision.get(k)) if isinstance(decision, dict)
+                                     else (lambda k: getattr(decision, k, None)))
         if get("cancel"):
             raise CompactionCancelled()
         custom = get("compaction")
         if not custom:
             return None
-        field = (lambda k: custom.get(k)) if isinstance(custom, dict) else (lambda k: getattr(custom, k, None))
+        field: Callable[[str], Any] = ((lambda k: custom.get(k)) if isinstance(custom, dict)
+                                       else (lambda k: getattr(custom, k, None)))
         summary = field("summary")
         if not isinstance(summary, str) or not summary:
             return None

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pisces.agent.agent import Agent
     from pisces.ai.types import AssistantMessage, Model, StreamOptions
     from pisces.core.config.settings import Settings
+    from pisces.core.session.agent_session import AgentSession
     from pisces.core.session.retry import RetryPolicy
     from pisces.core.session.ui import SessionUI
     from pisces.core.store import SessionManager
@@ -104,7 +105,7 @@ class BashRunnerPort(Protocol):
 
     def abort(self) -> None: ...
 
-    async def run(self, session: Any, command: str) -> dict[str, Any]: ...
+    async def run(self, session: AgentSession, command: str) -> dict[str, Any]: ...
 
 
 class CompactionHost(Protocol):
