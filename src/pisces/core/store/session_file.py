@@ -300,12 +300,15 @@ class SessionManager:
             if self._written == 0:
                 self._write_whole()
             else:
+                fd = self._fd
+                assert fd is not None  # opened above (a reopen replaces it, never clears it)
                 data = b"".join(map(self._line, self._entries[self._written - 1 :]))
-                size = os.fstat(self._fd).st_size
-                if size and os.pread(self._fd, 1, size - 1) != b"\n":
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
                     data = b"\n" + data  # close a torn last line so our next line stays whole
-                _write_all(self._fd, data)
+                _write_all(fd, data)
             self._written = total
+            assert self._fd is not None
             self._disk_size = os.fstat(self._fd).st_size
             self.last_write_error = None
         except OSError as exc:
