@@ -8,6 +8,7 @@ is queued until then. After a reload or a session replacement the old object is 
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any, Callable
 
@@ -163,7 +164,7 @@ class EventBus:
                     import asyncio
 
                     task = asyncio.ensure_future(result)
-                    task.add_done_callback(lambda t, c=channel: self._report(c, t))
+                    task.add_done_callback(functools.partial(self._report, channel))
             except Exception as exc:  # noqa: BLE001 - one listener must not stop the others
                 if self.on_error:
                     self.on_error(channel, exc)
