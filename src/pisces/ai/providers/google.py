@@ -159,7 +159,7 @@ def convert_contents(model: Model, context: Context) -> list[dict[str, Any]]:
                     if sig is None and gemini3:
                         sig = SKIP_THOUGHT_SIGNATURE
                     if sig:
-                        part["thought_signature"] = _sig_bytes(sig)  # type: ignore[arg-type]
+                        part["thought_signature"] = _sig_bytes(sig)
                     parts.append(part)
             if parts:
                 contents.append({"role": "model", "parts": parts})
