@@ -132,7 +132,7 @@ def _blocking(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def method(self: SyncRpcClient, *args: Any, **kwargs: Any) -> Any:
         return self._run(getattr(self._client, name)(*args, **kwargs))
 
-    method.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    method.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]  # typeshed has no __signature__
     return method
 
 

@@ -374,8 +374,8 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> 
         elif isinstance(msg, ToolResultMessage):
             images: list[dict[str, Any]] = []
             group = [msg]
-            while i < len(messages) and isinstance(messages[i], ToolResultMessage):
-                group.append(messages[i])  # type: ignore[arg-type]
+            while i < len(messages) and isinstance(following := messages[i], ToolResultMessage):
+                group.append(following)
                 i += 1
             for res in group:
                 text = "\n".join(c.text for c in res.content if isinstance(c, TextContent))

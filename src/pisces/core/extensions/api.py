@@ -95,8 +95,8 @@ class ToolDefinition:
 
 
 class CommandDefinition:
-    def __init__(self, extension: "Extension", name: str, description: str | None, handler: Callable[..., Any]
-                 ) -> None:
+    def __init__(self, extension: "Extension", name: str, description: str | None,
+                 handler: Callable[..., Any] | None) -> None:
         if not isinstance(name, str) or not name.strip() or " " in name.strip():
             raise ValueError(f"invalid command name {name!r}: one word, without the leading slash")
         if not callable(handler):
@@ -232,7 +232,7 @@ class ExtensionAPI:
             handler = handler or options.get("handler")
         elif callable(options):
             handler = handler or options
-        command = CommandDefinition(self._ext, name, description, handler)  # type: ignore[arg-type]
+        command = CommandDefinition(self._ext, name, description, handler)
         self._ext.commands[command.name] = command
         return command
 

@@ -127,8 +127,9 @@ class RawEntry:
         return t if isinstance(t, str) else ""
 
     @property
-    def id(self) -> str:
-        return self.data.get("id")  # type: ignore[return-value]
+    def id(self) -> Any:
+        """The ``id`` as the file has it: a string in every entry pisces or pi writes, else anything or None."""
+        return self.data.get("id")
 
     @property
     def parentId(self) -> str | None:
