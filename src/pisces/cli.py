@@ -47,7 +47,7 @@ def _terminal_width() -> int:
         columns = 0
     if columns <= 0:
         try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ is not None else 80
         except (AttributeError, ValueError, OSError):
             columns = 80
     return columns or 80

@@ -28,7 +28,7 @@ class GateChain:
     def add(self, rank: int, before: Before | None = None, after: After | None = None) -> Callable[[], None]:
         """Join the chain; returns a function that leaves it."""
         self._n += 1
-        entries = []
+        entries: list[tuple[list[Any], tuple[int, int, Any]]] = []  # (chain, entry): a before or an after gate
         if before is not None:
             entries.append((self._before, (rank, self._n, before)))
         if after is not None:

@@ -216,11 +216,11 @@ async def _prepare_call(call: ToolCall, tool: AgentTool | None, config: LoopConf
     return (tool, args), None
 
 
-async def _after_call(config: LoopConfig, info: ToolCallInfo, outcome: tuple[AgentToolResult, bool]
-                      ) -> tuple[AgentToolResult, bool]:
+async def _after_call(gate: Callable[[ToolCallInfo, AgentToolResult, bool], Awaitable[ResultPatch | None]],
+                      info: ToolCallInfo, outcome: tuple[AgentToolResult, bool]) -> tuple[AgentToolResult, bool]:
     result, is_error = outcome
     try:
-        patch = await config.after_tool_call(info, result, is_error)  # type: ignore[misc]
+        patch = await gate(info, result, is_error)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - as pi: the failure becomes the result
@@ -248,7 +248,9 @@ async def _execute_tool_calls(calls: list[ToolCall], config: LoopConfig, signal:
     prepared: list[tuple[AgentTool, dict] | None] = []
 
     def finish(i: int) -> None:
-        result, is_error = outcomes[i]  # type: ignore[misc]
+        done = outcomes[i]
+        assert done is not None  # finish(i) follows outcomes[i] = ...
+        result, is_error = done
         emit(ToolExecutionEndEvent(toolCallId=calls[i].id, toolName=calls[i].name, result=result,
                                    isError=is_error))
 
@@ -274,8 +276,8 @@ async def _execute_tool_calls(calls: list[ToolCall], config: LoopConfig, signal:
         if i in skipped:
             outcome = (_error_result(SKIPPED_FOR_STEERING), True)
         elif config.after_tool_call is not None:
-            outcome = await _after_call(config, ToolCallInfo(call.id, call.name, args, tool, message, signals[i]),
-                                        outcome)
+            info = ToolCallInfo(call.id, call.name, args, tool, message, signals[i])
+            outcome = await _after_call(config.after_tool_call, info, outcome)
         outcomes[i] = outcome
         finish(i)
         if config.get_interrupt_mode() == "immediate" and config.has_steering():
@@ -299,7 +301,8 @@ async def _execute_tool_calls(calls: list[ToolCall], config: LoopConfig, signal:
 
     results = []
     for call, outcome in zip(calls, outcomes, strict=False):
-        result, is_error = outcome  # type: ignore[misc]
+        assert outcome is not None  # every call has finished by now
+        result, is_error = outcome
         results.append(ToolResultMessage(toolCallId=call.id, toolName=call.name, content=result.content,
                                          details=result.details, isError=is_error, timestamp=now_ms()))
     return results

@@ -214,7 +214,8 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
                     # our cancel reached the provider, which re-raised it or turned it into something else:
                     # either way the caller's task must not stay marked as cancelling
                     cancel_sent[0] = False
-                    task.uncancel()  # type: ignore[union-attr]
+                    if task is not None:  # always: a stream is consumed by a task
+                        task.uncancel()
             now = last_seen[0] = loop.time()
             kind = _KIND[type(item)]
             if partial is None and kind != "start" and isinstance(getattr(item, "partial", None), AssistantMessage):

@@ -462,15 +462,16 @@ class RpcClient(RpcCommands):
         await self._write_bytes(data + b"\n")
 
     async def _write_bytes(self, data: bytes) -> None:
-        if self._transport is None:
+        proto = self._proto
+        if self._transport is None or proto is None:
             raise RpcClientError("the client is not started: call start() or use 'async with'")
         if self._exit_error is not None:
             raise self._exit_exception()
         stdin = self._transport.get_pipe_transport(0)
-        if stdin is None or stdin.is_closing() or self._proto.stdin_lost is not None:
+        if not isinstance(stdin, asyncio.WriteTransport) or stdin.is_closing() or proto.stdin_lost is not None:
             raise BrokenPipeError("the agent's stdin is closed")
         stdin.write(data)
-        await self._proto.drain()
+        await proto.drain()
 
     async def extension_ui_response(self, id: str, value: Any = None, confirmed: bool | None = None,
                                     cancelled: bool | None = None) -> None:
@@ -496,7 +497,7 @@ class RpcClient(RpcCommands):
         budget), RpcTimeoutError after ``timeout``, RpcProcessExited if the agent dies.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        fields = {"message": message, "images": images, "streamingBehavior": streaming_behavior}
+        fields: dict[str, Any] = {"message": message, "images": images, "streamingBehavior": streaming_behavior}
         with self.events() as stream:
             response = await self.request_response("prompt", **{k: v for k, v in fields.items() if v is not None})
             if response.get("success") is False:

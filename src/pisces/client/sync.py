@@ -20,6 +20,7 @@ import concurrent.futures
 import functools
 import inspect
 import threading
+from types import EllipsisType
 from typing import Any, Callable, Iterator
 
 from pisces.client.client import Event, EventFilter, RpcClient, RpcClientError, RpcTimeoutError
@@ -39,11 +40,11 @@ class SyncRpcClient:
         self._closed = False
 
     # -- running coroutines on the loop ---------------------------------------------------------
-    def _run(self, coro: Any, timeout: float | None | object = ...) -> Any:
+    def _run(self, coro: Any, timeout: float | None | EllipsisType = ...) -> Any:
         if self._closed:
             coro.close()
             raise RpcClientError("the client is closed")
-        wait = self.call_timeout if timeout is ... else timeout
+        wait = self.call_timeout if isinstance(timeout, EllipsisType) else timeout
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)
         try:
             return future.result(wait)
@@ -93,7 +94,10 @@ class SyncRpcClient:
     def on_event(self, callback: Callable[[Event], Any]) -> Callable[[], None]:
         """Call ``callback(event)`` (on the loop's thread) for every event. Returns an unsubscribe."""
         unsubscribe = self._in_loop(lambda: self._client.on_event(callback))
-        return lambda: self._loop.call_soon_threadsafe(unsubscribe)
+        def unsubscribe_soon() -> None:
+            self._loop.call_soon_threadsafe(unsubscribe)
+
+        return unsubscribe_soon
 
     def iter_events(self, timeout: float | None = None, types: EventFilter = None) -> Iterator[Event]:
         """Events from now on; ends when the process is gone. ``timeout``: the longest wait for the next
@@ -128,7 +132,7 @@ def _blocking(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def method(self: SyncRpcClient, *args: Any, **kwargs: Any) -> Any:
         return self._run(getattr(self._client, name)(*args, **kwargs))
 
-    method.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    method.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]  # typeshed has no __signature__
     return method
 
 

@@ -81,8 +81,11 @@ async def _run(args: Any, json_events: bool, received: list[int]) -> int:
     if session.approval is not None:  # nobody to ask here: what needs approval is denied, and stderr says so
 
         where = "json mode" if json_events else "print mode (-p)"
-        session.approval.set_approver(UIApprover(lambda: session.ui, where,
-                                                 notice=lambda text: sys.stderr.write(f"pisces: {text}\n")))
+
+        def notice(text: str) -> None:
+            sys.stderr.write(f"pisces: {text}\n")
+
+        session.approval.set_approver(UIApprover(lambda: session.ui, where, notice=notice))
     last_error: str | None = None
     try:
         await session.hooks.start("startup")  # extensions: no UI here, dialogs answer their defaults at once

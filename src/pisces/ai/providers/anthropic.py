@@ -157,8 +157,8 @@ def convert_messages(messages: list[Message], model: Model, cache_control: dict 
                 params.append({"role": "assistant", "content": blocks})
         elif isinstance(msg, ToolResultMessage):
             results = [msg]
-            while i < len(msgs) and isinstance(msgs[i], ToolResultMessage):
-                results.append(msgs[i])  # type: ignore[arg-type]
+            while i < len(msgs) and isinstance(following := msgs[i], ToolResultMessage):
+                results.append(following)
                 i += 1
             params.append({"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": r.toolCallId, "content": _tool_result_content(r.content),

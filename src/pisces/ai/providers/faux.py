@@ -190,13 +190,13 @@ def _context_chars(context: Context) -> int:
                 for b in content:
                     n += len(b.text) if isinstance(b, TextContent) else 4800 if isinstance(b, ImageContent) else 0
         else:
-            for b in m.content:
-                if isinstance(b, TextContent):
-                    n += len(b.text)
-                elif isinstance(b, ThinkingContent):
-                    n += len(b.thinking)
-                elif isinstance(b, ToolCall):
-                    n += len(b.name) + len(json.dumps(b.arguments))
+            for part in m.content:
+                if isinstance(part, TextContent):
+                    n += len(part.text)
+                elif isinstance(part, ThinkingContent):
+                    n += len(part.thinking)
+                elif isinstance(part, ToolCall):
+                    n += len(part.name) + len(json.dumps(part.arguments))
     return n
 
 

@@ -15,7 +15,7 @@ import binascii
 import json
 import re
 import time
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, TypeGuard
 
 from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import import_sdk
@@ -90,7 +90,7 @@ def requires_tool_call_id(model_id: str) -> bool:
     return model_id.startswith(("claude-", "gpt-oss-"))
 
 
-def _valid_signature(sig: Any) -> bool:
+def _valid_signature(sig: Any) -> TypeGuard[str]:
     return isinstance(sig, str) and len(sig) > 0 and len(sig) % 4 == 0 and _BASE64.match(sig) is not None
 
 
@@ -138,7 +138,7 @@ def convert_contents(model: Model, context: Context) -> list[dict[str, Any]]:
                         continue
                     part: dict[str, Any] = {"text": sanitize(b.text)}
                     if same and _valid_signature(b.textSignature):
-                        part["thought_signature"] = _sig_bytes(b.textSignature)  # type: ignore[arg-type]
+                        part["thought_signature"] = _sig_bytes(b.textSignature)
                     parts.append(part)
                 elif isinstance(b, ThinkingContent):
                     if not b.thinking.strip():
@@ -146,7 +146,7 @@ def convert_contents(model: Model, context: Context) -> list[dict[str, Any]]:
                     if same:
                         part = {"thought": True, "text": sanitize(b.thinking)}
                         if _valid_signature(b.thinkingSignature):
-                            part["thought_signature"] = _sig_bytes(b.thinkingSignature)  # type: ignore[arg-type]
+                            part["thought_signature"] = _sig_bytes(b.thinkingSignature)
                     else:
                         part = {"text": sanitize(b.thinking)}
                     parts.append(part)
@@ -159,7 +159,7 @@ def convert_contents(model: Model, context: Context) -> list[dict[str, Any]]:
                     if sig is None and gemini3:
                         sig = SKIP_THOUGHT_SIGNATURE
                     if sig:
-                        part["thought_signature"] = _sig_bytes(sig)  # type: ignore[arg-type]
+                        part["thought_signature"] = _sig_bytes(sig)
                     parts.append(part)
             if parts:
                 contents.append({"role": "model", "parts": parts})

@@ -374,8 +374,8 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> 
         elif isinstance(msg, ToolResultMessage):
             images: list[dict[str, Any]] = []
             group = [msg]
-            while i < len(messages) and isinstance(messages[i], ToolResultMessage):
-                group.append(messages[i])  # type: ignore[arg-type]
+            while i < len(messages) and isinstance(following := messages[i], ToolResultMessage):
+                group.append(following)
                 i += 1
             for res in group:
                 text = "\n".join(c.text for c in res.content if isinstance(c, TextContent))
@@ -443,7 +443,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
         return
     yield StartEvent(partial=out)
     blocks = out.content
-    calls: dict[int, tuple[int, ArgsBuffer]] = {}  # stream index -> (content index, arguments)
+    calls: dict[int, tuple[int, ArgsBuffer, ToolCall]] = {}  # stream index -> (content index, arguments, block)
     finish: str | None = None
     try:
         async for _event, payload in iter_sse(response):
@@ -494,11 +494,12 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
                 fn = tc_delta.get("function") or {}
                 entry = calls.get(idx)
                 new_id = tc_delta.get("id")
-                if entry is None or (new_id and blocks[entry[0]].id and blocks[entry[0]].id != new_id):
-                    blocks.append(ToolCall(id=new_id or "", name=fn.get("name") or "", arguments={}))
-                    entry = calls[idx] = (len(blocks) - 1, ArgsBuffer())
+                if entry is None or (new_id and entry[2].id and entry[2].id != new_id):
+                    started = ToolCall(id=new_id or "", name=fn.get("name") or "", arguments={})
+                    blocks.append(started)
+                    entry = calls[idx] = (len(blocks) - 1, ArgsBuffer(), started)
                     yield ToolCallStartEvent(contentIndex=entry[0], partial=out)
-                tc = blocks[entry[0]]
+                tc = entry[2]
                 if new_id:
                     tc.id = new_id
                 if fn.get("name"):
@@ -514,8 +515,8 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
                         if isinstance(b, ToolCall) and b.id == detail["id"]:
                             b.thoughtSignature = js_json(detail)
     except (Exception, asyncio.CancelledError) as exc:  # a dropped connection, a timeout, bad JSON; an abort
-        for ci, buf in calls.values():
-            buf.finish(blocks[ci])
+        for _ci, buf, call in calls.values():
+            buf.finish(call)
         if isinstance(exc, asyncio.CancelledError):
             raise
         yield fail(out, describe_error(exc, model.baseUrl))
@@ -527,7 +528,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
         yield fail(out, "Connection lost: the stream ended before the response was complete")
         return
     # pi emits every *_end after the stream has ended, in content order
-    args_of = {ci: buf for ci, buf in calls.values()}
+    args_of = {ci: buf for ci, buf, _call in calls.values()}
     for ci, block in enumerate(blocks):
         if isinstance(block, TextContent):
             yield TextEndEvent(contentIndex=ci, content=block.text, partial=out)

@@ -174,7 +174,8 @@ def identity(tool_name: str, tier: str, args: dict[str, Any], kind: str | None) 
     elif tool_name == "write" or (kind == "path" and isinstance(args.get("content"), str)):
         ident = {"kind": "write", "path": text(path, "path"), "content": text(args.get("content"), "content")}
     elif tool_name == "edit" or (kind == "path" and isinstance(args.get("edits"), list)):
-        edits = args.get("edits") if isinstance(args.get("edits"), list) else []
+        given = args.get("edits")
+        edits: list[Any] = given if isinstance(given, list) else []
         if not edits and isinstance(args.get("oldText"), str):
             edits = [{"oldText": args.get("oldText"), "newText": args.get("newText")}]
         ident = {"kind": "edit", "path": text(path, "path"),

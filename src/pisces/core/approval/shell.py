@@ -313,7 +313,7 @@ def danger(command: str) -> str | None:
         if pattern.search(command):
             return why
     for segment in segments(command):
-        why = _danger_in(_strip_prefix(words(segment)))
-        if why is not None:
-            return why
+        found = _danger_in(_strip_prefix(words(segment)))
+        if found is not None:
+            return found
     return None

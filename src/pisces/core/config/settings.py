@@ -93,6 +93,7 @@ def _js_number(x: float) -> str:
     from decimal import Decimal  # noqa: PLC0415 - rarely needed; keep it off the startup path
 
     sign, digits, exp = Decimal(repr(x)).as_tuple()
+    assert isinstance(exp, int)  # x is finite (NaN and the infinities returned above)
     ds = "".join(map(str, digits)).rstrip("0")
     exp += len(digits) - len(ds)
     k = len(ds)

@@ -123,8 +123,8 @@ def _agent_dir(defaults: RunDefaults, budget: dict[str, Any] | None, into: str) 
             settings = loaded if isinstance(loaded, dict) else {}
         except (OSError, ValueError):
             settings = {}
-    task = settings.get("task") if isinstance(settings.get("task"), dict) else {}
-    task = dict(task)
+    found = settings.get("task")
+    task: dict[str, Any] = dict(found) if isinstance(found, dict) else {}
     task["budget"] = {"abortOnExceeded": True, **budget}
     settings["task"] = task
     fd = os.open(os.path.join(own, "settings.json"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

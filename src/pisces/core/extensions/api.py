@@ -9,6 +9,7 @@ is queued until then. After a reload or a session replacement the old object is 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from typing import Any, Callable
@@ -98,8 +99,8 @@ class ToolDefinition:
 
 
 class CommandDefinition:
-    def __init__(self, extension: "Extension", name: str, description: str | None, handler: Callable[..., Any]
-                 ) -> None:
+    def __init__(self, extension: "Extension", name: str, description: str | None,
+                 handler: Callable[..., Any] | None) -> None:
         if not isinstance(name, str) or not name.strip() or " " in name.strip():
             raise ValueError(f"invalid command name {name!r}: one word, without the leading slash")
         if not callable(handler):
@@ -165,7 +166,7 @@ class EventBus:
                 result = handler(data)
                 if inspect.isawaitable(result):
                     task = asyncio.ensure_future(result)
-                    task.add_done_callback(lambda t, c=channel: self._report(c, t))
+                    task.add_done_callback(functools.partial(self._report, channel))
             except Exception as exc:  # noqa: BLE001 - one listener must not stop the others
                 if self.on_error:
                     self.on_error(channel, exc)
@@ -233,7 +234,7 @@ class ExtensionAPI:
             handler = handler or options.get("handler")
         elif callable(options):
             handler = handler or options
-        command = CommandDefinition(self._ext, name, description, handler)  # type: ignore[arg-type]
+        command = CommandDefinition(self._ext, name, description, handler)
         self._ext.commands[command.name] = command
         return command
 

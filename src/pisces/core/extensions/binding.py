@@ -177,8 +177,9 @@ class ExtensionHost:
 
         def done(t: asyncio.Task) -> None:
             self._tasks.discard(t)
-            if not t.cancelled() and t.exception() is not None:
-                self._report({"extensionPath": "<runtime>", "event": what, "error": error_text(t.exception()),
+            failure = None if t.cancelled() else t.exception()
+            if failure is not None:
+                self._report({"extensionPath": "<runtime>", "event": what, "error": error_text(failure),
                               "kind": "extension"})
 
         task.add_done_callback(done)

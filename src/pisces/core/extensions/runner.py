@@ -51,6 +51,11 @@ class HandlerAborted(Exception):
     """The session aborted while a handler was still running: the handler was abandoned."""
 
 
+def _release(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 def _drop_result(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()  # retrieved, so an abandoned handler's late failure is not logged as unhandled
@@ -73,7 +78,7 @@ class ExtensionRunner:
         self._abort_deadline = loop.time() + ABORT_GRACE_S
         pending = [f for f in self._aborts if not f.done()]
         for f in pending:
-            loop.call_at(self._abort_deadline, lambda f=f: f.done() or f.set_result(None))
+            loop.call_at(self._abort_deadline, _release, f)
         return len(pending)
 
     def abort_finished(self) -> None:
@@ -154,7 +159,7 @@ class ExtensionRunner:
         aborted: asyncio.Future[None] = loop.create_future()
         self._aborts.add(aborted)
         if self._abort_deadline is not None:  # the session is stopping: one deadline for every handler
-            loop.call_at(self._abort_deadline, lambda: aborted.done() or aborted.set_result(None))
+            loop.call_at(self._abort_deadline, _release, aborted)
         try:
             await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:

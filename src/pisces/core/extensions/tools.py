@@ -57,7 +57,7 @@ class ExtensionTool(AgentTool):
         self._make_context = make_context
         self.approval_tier = definition.tier if definition.tier is not None else "exec"
         if definition.prepare_arguments is not None:
-            self.prepare_arguments = definition.prepare_arguments  # type: ignore[method-assign]
+            self.prepare_arguments = definition.prepare_arguments
 
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: Any, on_update: Any) -> Any:
         d = self.definition

@@ -9,7 +9,7 @@ session_info_changed, session_changed, auto_retry_*, compaction_*, agent_settled
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from pisces.agent.agent import Agent
 from pisces.agent.types import AgentTool, MessageEndEvent, MessageStartEvent
@@ -29,6 +29,11 @@ from pisces.core.store import SessionManager, convert_to_llm, list_sessions
 from pisces.core.store.messages import CustomMessage
 from pisces.core.task.hooks import SubagentHooks
 
+if TYPE_CHECKING:
+    from pisces.core.session.compactor import Compactor
+    from pisces.core.session.ports import Approval, BashRunnerPort, Budget, SessionHooks
+    from pisces.core.session.ui import SessionUI
+
 Listener = Callable[[Any], None]
 
 BUSY_ERROR = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
@@ -45,10 +50,10 @@ class AgentSession(SessionSwitching):
         self.store = store
         self.all_tools = tools
         self._build_system_prompt = system_prompt_builder
-        self.hooks: Any = NoHooks()  # the extensions (pisces.core.extensions.binding.ExtensionHost) when there are any
+        self.hooks: SessionHooks = NoHooks()  # the ExtensionHost (core/extensions/binding.py) when there are any
         self.extension_options: dict[str, Any] = {}  # how to find them again (reload), set by the SDK
-        self._ui: Any = None  # the mode's SessionUI (see ``ui``), or built by ``ui_factory`` on first use
-        self.ui_factory: Callable[[], Any] | None = None
+        self._ui: SessionUI | None = None  # the mode's SessionUI (see ``ui``), or built by ``ui_factory`` on first use
+        self.ui_factory: Callable[[], SessionUI] | None = None
         self.tool_groups: dict[str, dict[str, Any]] = {}  # extension and host tools (pisces.core.tools.groups)
         # --skill/--prompt-template paths and those extensions add (resources_discover); --no-skills and friends
         self.resources: dict[str, Any] = {"skillPaths": [], "promptPaths": [], "skills": True, "promptTemplates": True}
@@ -61,11 +66,11 @@ class AgentSession(SessionSwitching):
         self._context_unknown = False  # right after a compaction, until the next reply
         self._settle_waiters = 0
         self.retry = RetryPolicy(self)
-        self._compactor_obj: Any = None  # built on first use (see the compactor property)
-        self.bash_runner: Any = None
+        self._compactor_obj: Compactor | None = None  # built on first use (see the compactor property)
+        self.bash_runner: BashRunnerPort | None = None
         self.subagents = SubagentHooks()  # the task tool's spawn gate and usage callback
-        self.budget: Any = None  # a pisces.core.budget.SessionBudget once a limit is set (docs/budgets.md)
-        self.approval: Any = None  # pisces.core.approval.SessionApproval, the tool-call approval (docs/approval.md)
+        self.budget: Budget | None = None  # a pisces.core.budget.SessionBudget once a limit is set (docs/budgets.md)
+        self.approval: Approval | None = None  # core/approval/session_gate.SessionApproval (docs/approval.md)
         self.is_compacting = False
         self._run_lock = asyncio.Lock()
         self.agent = Agent(
@@ -96,14 +101,14 @@ class AgentSession(SessionSwitching):
             self.budget.on_event(event)
 
     @property
-    def ui(self) -> Any:
+    def ui(self) -> SessionUI:
         """The SessionUI (pisces.core.session.ui) the mode set; without one, ``NoUI`` (dialogs answer defaults)."""
         if self._ui is None:
             self._ui = self.ui_factory() if self.ui_factory is not None else NoUI()
         return self._ui
 
     @ui.setter
-    def ui(self, value: Any) -> None:
+    def ui(self, value: SessionUI | None) -> None:
         self._ui = value
 
     def _on_agent_event(self, event: Any) -> None:
@@ -326,7 +331,7 @@ class AgentSession(SessionSwitching):
             await self._compactor_obj.wait_idle()
 
     @property
-    def compactor(self) -> Any:
+    def compactor(self) -> Compactor:
         """The Compactor, imported and built on first use so that start-up stays light."""
         if self._compactor_obj is None:
             from pisces.core.session.compactor import Compactor  # noqa: PLC0415 - not needed at start-up

@@ -67,7 +67,42 @@ def _open_store(cwd: str, settings: Settings, *, no_session: bool, session_dir: 
 
 
 class _Plan:
-    """What ``create_agent_session`` decided before the extensions load (they may add providers)."""
+    """What ``create_agent_session`` decided before the extensions load (they may add providers).
+
+    ``_begin`` fills it with its own parameters (the attributes below from ``provider`` on) and what it works
+    out (``cwd``, ``adir``, ``settings``, ``ext_options``); ``loaded`` is set once the extensions are loaded.
+    """
+
+    cwd: str
+    adir: str
+    settings: Settings
+    ext_options: dict[str, Any]
+    loaded: Any  # the ExtensionHost's load result (pisces.core.extensions.binding.load_extensions), or None
+    provider: str | None
+    model: str | None
+    models: str | None
+    api_key: str | None
+    thinking: str | None
+    no_session: bool
+    session_dir: str | None
+    session: str | None
+    continue_session: bool
+    tools: list[str] | None
+    system_prompt: str | None
+    append_system_prompt: str | None
+    context_files: bool
+    faux_script: str | None
+    extensions: list[Any] | None
+    extension_paths: list[str] | None
+    no_extensions: bool
+    extension_flags: list[str] | None
+    skill_paths: list[str] | None
+    no_skills: bool
+    prompt_template_paths: list[str] | None
+    no_prompt_templates: bool
+    backends: Any
+    fork: str | None
+    approval_mode: str | None
 
 
 def _begin(*, cwd: str | None = None, provider: str | None = None, model: str | None = None,

@@ -18,7 +18,7 @@ inside a run, which already holds that lock).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from pisces.agent.types import MessageEndEvent, MessageStartEvent
 from pisces.ai.abort import AbortSignal
@@ -37,6 +37,9 @@ from pisces.core.compaction.tokens import estimate_context_tokens, usage_tokens
 from pisces.core.errors import SessionError
 from pisces.core.store import CompactionEntry, entry_type, iso_to_ms, latest_compaction
 
+if TYPE_CHECKING:
+    from pisces.core.session.ports import CompactionHost
+
 __all__ = ["Compactor", "is_context_overflow", "OVERFLOW_RETRY_FAILED"]
 
 OVERFLOW_RETRY_FAILED = ("Context overflow recovery failed after one compact-and-retry attempt. "
@@ -54,7 +57,7 @@ def is_context_overflow(message: AssistantMessage, context_window: int) -> bool:
 
 
 class Compactor:
-    def __init__(self, session: Any, run_lock: asyncio.Lock | None = None) -> None:
+    def __init__(self, session: CompactionHost, run_lock: asyncio.Lock | None = None) -> None:
         self.session = session
         self._run_lock = run_lock or asyncio.Lock()  # the session's: held by every run (prompt, retries)
         self._aborts = 0
@@ -176,13 +179,15 @@ class Compactor:
         decision = await self.session.hooks.before("session_before_compact", {
             "preparation": preparation, "branchEntries": branch, "customInstructions": custom_instructions,
             "signal": signal})
-        get = (lambda k: decision.get(k)) if isinstance(decision, dict) else (lambda k: getattr(decision, k, None))
+        get: Callable[[str], Any] = ((lambda k: decision.get(k)) if isinstance(decision, dict)
+                                     else (lambda k: getattr(decision, k, None)))
         if get("cancel"):
             raise CompactionCancelled()
         custom = get("compaction")
         if not custom:
             return None
-        field = (lambda k: custom.get(k)) if isinstance(custom, dict) else (lambda k: getattr(custom, k, None))
+        field: Callable[[str], Any] = ((lambda k: custom.get(k)) if isinstance(custom, dict)
+                                       else (lambda k: getattr(custom, k, None)))
         summary = field("summary")
         if not isinstance(summary, str) or not summary:
             return None

@@ -12,12 +12,15 @@ session object does), or dropped when that session never reached the disk; never
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import now_ms
 from pisces.core.store import BashExecutionMessage, SessionManager
 from pisces.core.tools.bash_exec import ShellError, run_shell
+
+if TYPE_CHECKING:
+    from pisces.core.session.agent_session import AgentSession
 
 
 class BashRunner:
@@ -30,7 +33,7 @@ class BashRunner:
         for signal in list(self._signals):
             signal.abort()
 
-    async def run(self, session: Any, command: str) -> dict[str, Any]:
+    async def run(self, session: AgentSession, command: str) -> dict[str, Any]:
         handled = await session.hooks.user_bash(command, session.cwd)
         if handled is not None:  # an extension ran it (user_bash with a result)
             message = BashExecutionMessage(command=command, output=handled["output"], cancelled=handled["cancelled"],
@@ -86,7 +89,7 @@ def _record_in_file(path: str, session_id: str, message: Any) -> None:
             store.append_message(message)
 
 
-async def run_rpc_bash(session: Any, command: str) -> dict[str, Any]:
+async def run_rpc_bash(session: AgentSession, command: str) -> dict[str, Any]:
     if session.bash_runner is None:
         session.bash_runner = BashRunner()
     return await session.bash_runner.run(session, command)

@@ -16,12 +16,12 @@ from pisces.ai.types import (
     UserMessage,
     num,
 )
-from pisces.core.compaction.tokens import (  # noqa: F401 - part of the session's views
-    estimate_context_tokens,
-    estimate_tokens,
-    usage_tokens,
+from pisces.core.compaction.tokens import (  # part of the session's views, re-exported
+    estimate_context_tokens as estimate_context_tokens,
 )
-from pisces.core.session.views_pi import fork_messages  # noqa: F401 - the session's view, later pi's shape
+from pisces.core.compaction.tokens import estimate_tokens as estimate_tokens
+from pisces.core.compaction.tokens import usage_tokens as usage_tokens
+from pisces.core.session.views_pi import fork_messages as fork_messages  # the session's view, later pi's shape
 from pisces.core.store import entry_type
 
 

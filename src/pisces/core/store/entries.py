@@ -8,7 +8,7 @@ which writes back exactly the object it was read from.
 from __future__ import annotations
 
 import re
-from typing import Any, Union
+from typing import Any, Union, get_args
 
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
@@ -127,8 +127,9 @@ class RawEntry:
         return t if isinstance(t, str) else ""
 
     @property
-    def id(self) -> str:
-        return self.data.get("id")  # type: ignore[return-value]
+    def id(self) -> Any:
+        """The ``id`` as the file has it: a string in every entry pisces or pi writes, else anything or None."""
+        return self.data.get("id")
 
     @property
     def parentId(self) -> str | None:
@@ -160,7 +161,7 @@ KnownEntry = Union[
 ]
 SessionEntry = Union[KnownEntry, RawEntry]
 
-KNOWN_TYPES = frozenset(t.__struct_config__.tag for t in KnownEntry.__args__)
+KNOWN_TYPES = frozenset(t.__struct_config__.tag for t in get_args(KnownEntry))
 _entry_decoder = msgspec.json.Decoder(KnownEntry)
 
 

@@ -170,7 +170,8 @@ def convert_to_llm(messages: list[Any]) -> list[Message]:
                 continue
             out.append(_user_text(bash_execution_to_text(m), m.timestamp))
         elif isinstance(m, CustomMessage):
-            content = [TextContent(text=m.content)] if isinstance(m.content, str) else m.content
+            content: list[TextContent | ImageContent] = (
+                [TextContent(text=m.content)] if isinstance(m.content, str) else m.content)
             out.append(UserMessage(content=content, timestamp=m.timestamp))
         elif isinstance(m, BranchSummaryMessage):
             out.append(_user_text(BRANCH_SUMMARY_PREFIX + m.summary + BRANCH_SUMMARY_SUFFIX, m.timestamp))

@@ -300,17 +300,20 @@ class SessionManager:
             if self._written == 0:
                 self._write_whole()
             else:
+                fd = self._fd
+                assert fd is not None  # opened above (a reopen replaces it, never clears it)
                 data = b"".join(map(self._line, self._entries[self._written - 1 :]))
-                size = os.fstat(self._fd).st_size
+                size = os.fstat(fd).st_size
                 if self._disk_size is not None and size > self._disk_size:
                     # the rest of a write of ours that was cut short (a full disk, a file-size limit): the
                     # lines it began are in ``data`` again, so the torn piece goes
-                    os.ftruncate(self._fd, self._disk_size)
+                    os.ftruncate(fd, self._disk_size)
                     size = self._disk_size
-                if size and os.pread(self._fd, 1, size - 1) != b"\n":
+                if size and os.pread(fd, 1, size - 1) != b"\n":
                     data = b"\n" + data  # close a torn last line so our next line stays whole
-                _write_all(self._fd, data)
+                _write_all(fd, data)
             self._written = total
+            assert self._fd is not None
             self._disk_size = os.fstat(self._fd).st_size
             self.last_write_error = None
         except OSError as exc:

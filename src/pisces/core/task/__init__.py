@@ -32,15 +32,15 @@ class LazyTaskTool(AgentTool):
         return self._tool
 
     @property
-    def label(self) -> str:  # type: ignore[override]
+    def label(self) -> str:  # type: ignore[override]  # read-only: a fixed label
         return "Task"
 
     @property
-    def description(self) -> str:  # type: ignore[override]
+    def description(self) -> str:  # type: ignore[override]  # read-only: reading it loads the tool
         return self.load().description
 
     @property
-    def parameters(self) -> dict[str, Any]:  # type: ignore[override]
+    def parameters(self) -> dict[str, Any]:  # type: ignore[override]  # read-only: reading it loads the tool
         return self.load().parameters
 
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: Any, on_update: Any) -> Any:

@@ -24,7 +24,8 @@ def jtd_errors(schema: Any, value: Any, definitions: dict[str, Any] | None = Non
     if not isinstance(schema, dict):
         return []
     if definitions is None:
-        definitions = schema.get("definitions") if isinstance(schema.get("definitions"), dict) else {}
+        given = schema.get("definitions")
+        definitions = given if isinstance(given, dict) else {}
     where = path or "/"
     if value is None and schema.get("nullable") is True:
         return []

@@ -50,8 +50,8 @@ class Resolved:
 def _command(value: Any) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         return None
-    name = value.get("name").strip() if isinstance(value.get("name"), str) else ""
-    command = value.get("command").strip() if isinstance(value.get("command"), str) else ""
+    name = value["name"].strip() if isinstance(value.get("name"), str) else ""
+    command = value["command"].strip() if isinstance(value.get("command"), str) else ""
     if not name or not command:
         return None
     out: dict[str, Any] = {"name": name, "command": command}
@@ -117,7 +117,8 @@ def resolve(params: dict[str, Any], settings: dict[str, Any], isolated: bool) ->
         return Resolved(requested=False, error=NOTHING_TO_RUN)
     base: dict[str, Any] = {}
     if profile:
-        profiles = settings.get("profiles") if isinstance(settings.get("profiles"), dict) else {}
+        given = settings.get("profiles")
+        profiles = given if isinstance(given, dict) else {}
         found = _config(profiles.get(profile))
         if found is None:
             return Resolved(requested=False, error=f'Unknown or invalid verification profile "{profile}".')

@@ -43,15 +43,15 @@ class LazyTool(AgentTool):
         return self._tool
 
     @property
-    def label(self) -> str:
+    def label(self) -> str:  # type: ignore[override]  # read-only: reading it loads the tool
         return self.load().label
 
     @property
-    def description(self) -> str:
+    def description(self) -> str:  # type: ignore[override]  # read-only: reading it loads the tool
         return self.load().description
 
     @property
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> dict[str, Any]:  # type: ignore[override]  # read-only: reading it loads the tool
         return self.load().parameters
 
     def prepare_arguments(self, args: Any) -> Any:

@@ -83,7 +83,8 @@ async def run_abortable(signal: AbortSignal | None, fn: Callable[..., T], *args:
 
     remove = signal.add_listener(on_abort) if signal is not None else (lambda: None)
     try:
-        await asyncio.wait({work, aborted}, return_when=asyncio.FIRST_COMPLETED)
+        waiting: set[asyncio.Future[Any]] = {work, aborted}
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         if cancel is not None:
             cancel.set()
@@ -102,7 +103,10 @@ async def await_abortable(signal: AbortSignal | None, awaitable: Awaitable[T]) -
 
     check_aborted(signal)
     task = asyncio.ensure_future(awaitable)
-    remove = signal.add_listener(task.cancel) if signal is not None else (lambda: None)
+    def cancel() -> None:
+        task.cancel()
+
+    remove = signal.add_listener(cancel) if signal is not None else (lambda: None)
     try:
         return await task
     except asyncio.CancelledError:

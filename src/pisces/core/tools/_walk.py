@@ -14,7 +14,7 @@ import os
 import stat
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from pisces.core.safe_open import read_text
 
@@ -520,7 +520,7 @@ class Walker:
                     continue
                 yield entry.path, False
 
-    def _checker(self, levels: list[_Level]):  # type: ignore[no-untyped-def]
+    def _checker(self, levels: list[_Level]) -> Callable[[str, bool], bool] | None:
         """A function (path, is_dir) -> ignored for the entries of one directory; None if nothing can be
         ignored there. ``levels``: that directory's and its ancestors' rules, nearest first."""
         any_git = not self.require_git or any(lv.has_git for lv in levels)

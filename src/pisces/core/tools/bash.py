@@ -145,6 +145,7 @@ class BashTool(AgentTool):
             text, _ = format_bash_output(snap, result.last_line_bytes, "")
             if result.cancelled:
                 raise ToolError(_append_status(text, "Command aborted"))
+            assert isinstance(timeout, (int, float))  # only a command given a timeout times out
             raise ToolError(_append_status(text, f"Command timed out after {js_number(timeout)} seconds"))
         text, details = format_bash_output(snap, result.last_line_bytes)
         if result.exit_code is not None and result.exit_code != 0:

@@ -298,7 +298,8 @@ class _Protocol(asyncio.SubprocessProtocol):
         self.transport: asyncio.SubprocessTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        if isinstance(transport, asyncio.SubprocessTransport):  # always, for a subprocess protocol
+            self.transport = transport
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if not self.pipe_closed.done():

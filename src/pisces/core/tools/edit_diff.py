@@ -200,6 +200,7 @@ def diff_lines(old: str, new: str, max_edit_length: int | None = None) -> list[t
         return _values(node0, a, b)
     best: dict[int, tuple[int, _Node | None] | None] = {0: (x0, node0)}
     lo, hi = float("-inf"), float("inf")
+    node: _Node | None
     d = 1
     while d <= limit:
         k = int(max(lo, -d))
@@ -215,10 +216,11 @@ def diff_lines(old: str, new: str, max_edit_length: int | None = None) -> list[t
                 best[k] = None
                 k += 2
                 continue
-            if not can_rem or (can_add and rem[0] < add[0]):  # type: ignore[index]
-                x, node = add[0], _extend(add[1], "+")  # type: ignore[index]
+            if add is not None and can_add and (rem is None or not can_rem or rem[0] < add[0]):
+                x, node = add[0], _extend(add[1], "+")
             else:
-                x, node = rem[0] + 1, _extend(rem[1], "-")  # type: ignore[index]
+                assert rem is not None  # can_rem holds here: one of can_add, can_rem does
+                x, node = rem[0] + 1, _extend(rem[1], "-")
             x, node = snake(x, k, node)
             y = x - k
             if x >= n and y >= m:

@@ -127,7 +127,8 @@ async def _search_rg(rg: str, cwd: str, pattern: str, search_path: str, glob: st
     matches: list[_Match] = []
     limit_reached = False
     searched = False
-    stderr_task = asyncio.ensure_future(proc.stderr.read())  # type: ignore[union-attr]
+    assert proc.stderr is not None  # started with stderr=PIPE
+    stderr_task = asyncio.ensure_future(proc.stderr.read())
     try:
         buf = b""
         assert proc.stdout is not None

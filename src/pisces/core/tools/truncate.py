@@ -95,6 +95,7 @@ def js_number(value: int | float) -> str:
     if value == 0:
         return "0"
     sign, digit_tuple, exponent = Decimal(repr(value)).as_tuple()
+    assert isinstance(exponent, int)  # value is finite (NaN and the infinities returned above)
     digits = "".join(map(str, digit_tuple)).rstrip("0")
     exponent += len(digit_tuple) - len(digits)
     k = len(digits)

@@ -9,10 +9,16 @@ list of options, as ACP asks.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from acp import RequestError
-from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption, SessionMode, SessionModeState
+from acp.schema import (
+    SessionConfigOptionBoolean,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionMode,
+    SessionModeState,
+)
 
 from pisces.ai.models import supported_thinking_levels
 from pisces.core.errors import SessionError
@@ -46,7 +52,7 @@ class SessionSettings:
         self.session.set_active_tools(tools)
         self.mode = mode_id
 
-    def options(self) -> list[SessionConfigOptionSelect]:
+    def options(self) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
         session = self.session
         current = session.model
         models = list(session.available_models())
@@ -85,7 +91,7 @@ class SessionSettings:
                                                "reason": "unknown option: use mode, model or thought_level"})
 
 
-def _select(option_id: str, name: str, category: str, current: str,
+def _select(option_id: str, name: str, category: Literal["mode", "model", "thought_level"], current: str,
             choices: list[tuple[str, str, str | None]]) -> SessionConfigOptionSelect:
     return SessionConfigOptionSelect(
         type="select", id=option_id, name=name, category=category, current_value=current,

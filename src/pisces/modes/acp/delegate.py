@@ -99,8 +99,13 @@ class ClientTerminal:
     async def _wait(self, sid: str, terminal: str, signal: Any, timeout: float | None
                     ) -> tuple[int | None, bool, bool]:
         exited = asyncio.ensure_future(self._conn.wait_for_terminal_exit(session_id=sid, terminal_id=terminal))
-        aborted = asyncio.get_running_loop().create_future()
-        remove = signal.add_listener(lambda: aborted.done() or aborted.set_result(None)) if signal else (lambda: None)
+        aborted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def abort() -> None:
+            if not aborted.done():
+                aborted.set_result(None)
+
+        remove = signal.add_listener(abort) if signal else (lambda: None)
         try:
             await asyncio.wait({exited, aborted}, timeout=timeout if timeout and timeout > 0 else None,
                                return_when=asyncio.FIRST_COMPLETED)

@@ -44,7 +44,8 @@ async def _serve(args: Any, out_fd: int) -> int:
         await in_flight.drain()
 
     transport = StdioTransport(out_fd, on_eof=at_eof)
-    conn = AgentSideConnection(agent, transport, listening=False, use_unstable_protocol=True,
+    conn = AgentSideConnection(agent,  # type: ignore[arg-type]  # no fork_session: the router serves what exists
+                               transport, listening=False, use_unstable_protocol=True,
                                observers=[watch.observe, in_flight.observe])
     from pisces.modes import signals  # noqa: PLC0415 - loaded on first use
 

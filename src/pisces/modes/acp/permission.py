@@ -24,14 +24,14 @@ import asyncio
 from typing import Any
 
 from acp import RequestError, text_block, tool_content
-from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
+from acp.schema import AllowedOutcome, PermissionOption, PermissionOptionKind, ToolCallUpdate
 
 from pisces.core.approval.session_gate import DEFAULT_TIMEOUT_MS  # the session passes tools.approvalTimeoutMs
 from pisces.core.approval.types import ApprovalAnswer, ApprovalRequest, as_request
 
 from . import toolview
 
-OPTIONS = {  # option id -> (label, ACP kind, scope)
+OPTIONS: dict[str, tuple[str, PermissionOptionKind, str | None]] = {  # option id -> (label, ACP kind, scope)
     "allow-once": ("Allow once", "allow_once", "once"),
     "allow-session": ("Allow for this session", "allow_always", "session"),
     "allow-always": ("Always allow", "allow_always", "always"),
@@ -81,8 +81,13 @@ class AcpApprover:
         timeout = (timeout_ms if timeout_ms is not None else DEFAULT_TIMEOUT_MS) / 1000
         asked = asyncio.ensure_future(self._conn.request_permission(
             session_id=self._binding.session_id, tool_call=self.tool_call(req), options=self.options(req)))
-        aborted = asyncio.get_running_loop().create_future()
-        remove = signal.add_listener(lambda: aborted.done() or aborted.set_result(None)) if signal else (lambda: None)
+        aborted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def abort() -> None:
+            if not aborted.done():
+                aborted.set_result(None)
+
+        remove = signal.add_listener(abort) if signal else (lambda: None)
         try:
             await asyncio.wait({asked, aborted}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:

@@ -21,6 +21,7 @@ from acp.schema import (
     Cost,
     PromptResponse,
     SessionInfoUpdate,
+    StopReason,
     UnstructuredCommandInput,
     Usage,
     UsageUpdate,
@@ -38,7 +39,7 @@ from .translate import TurnTranslator
 
 CANCEL_GRACE = 5.0  # seconds a cancelled run may take to stop before the turn answers `cancelled` anyway
 TITLE_LIMIT = 100
-STOP_REASONS = {"length": "max_tokens", "aborted": "cancelled"}
+STOP_REASONS: dict[str, StopReason] = {"length": "max_tokens", "aborted": "cancelled"}
 
 log = logging.getLogger("pisces.acp")
 
@@ -122,7 +123,7 @@ class AcpSession:
             last = self.translator.last_reply
             if last is not None and last.stopReason == "error":
                 raise error(last.errorMessage or "The model request failed.")
-            stop = STOP_REASONS.get(last.stopReason, "end_turn") if last is not None else "end_turn"
+            stop: StopReason = STOP_REASONS.get(last.stopReason, "end_turn") if last is not None else "end_turn"
             return PromptResponse(stop_reason=stop, usage=self._usage())
 
     def cancel(self) -> None:

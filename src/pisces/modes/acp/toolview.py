@@ -11,20 +11,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp import tool_content, tool_diff_content
-from acp.schema import ImageContentBlock, TextContentBlock, ToolCallLocation
+from acp.schema import ImageContentBlock, TextContentBlock, ToolCallLocation, ToolKind
 
 from pisces.ai.types import ImageContent, TextContent
 from pisces.core.tools.paths import resolve_to_cwd
 
-KINDS = {"read": "read", "ls": "read", "edit": "edit", "write": "edit", "bash": "execute", "grep": "search",
-         "find": "search"}
+KINDS: dict[str, ToolKind] = {"read": "read", "ls": "read", "edit": "edit", "write": "edit", "bash": "execute",
+                              "grep": "search", "find": "search"}
 TITLE_LIMIT = 200  # characters of a command shown in a title
 
 
 @dataclass
 class ToolView:
     title: str
-    kind: str
+    kind: ToolKind
     locations: list[Any] = field(default_factory=list)
     content: list[Any] = field(default_factory=list)
 

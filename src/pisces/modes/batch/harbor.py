@@ -139,7 +139,7 @@ def atif_from_session(path: str, *, agent_version: str | None = None) -> dict[st
             totals["cost"] += cost
             steps.append(step)
         elif role == "toolResult":
-            owner = pending.pop(message.get("toolCallId"), None)
+            owner = pending.pop(str(message.get("toolCallId")), None)
             result = {"source_call_id": message.get("toolCallId"), "content": _text(message.get("content"))}
             if owner is not None:
                 owner.setdefault("observation", {"results": []})["results"].append(result)
@@ -169,7 +169,7 @@ def harbor_agent_class() -> Any:
         raise RuntimeError("the Harbor adapter needs the harbor package (Python 3.12 or later): pip install harbor")\
             from None
 
-    class PiscesAgent(BaseInstalledAgent):  # type: ignore[misc, valid-type] - harbor is untyped here
+    class PiscesAgent(BaseInstalledAgent):  # harbor has no type information here: its class is Any
         SUPPORTS_ATIF = True
 
         @staticmethod

@@ -30,7 +30,7 @@ class RpcError(Exception):
 _JS_UNDEFINED_READ = "Cannot read properties of undefined (reading '{}')"
 
 
-def _text(cmd: dict, key: str = "message", reading: str = "startsWith") -> str:
+def _text(cmd: dict[str, Any], key: str = "message", reading: str = "startsWith") -> str:
     value = cmd.get(key)
     if value is None:
         raise RpcError(_JS_UNDEFINED_READ.format(reading))
@@ -39,14 +39,14 @@ def _text(cmd: dict, key: str = "message", reading: str = "startsWith") -> str:
     return value
 
 
-def _opt_str(cmd: dict, key: str) -> str | None:
+def _opt_str(cmd: dict[str, Any], key: str) -> str | None:
     value = cmd.get(key)
     if value is not None and not isinstance(value, str):
         raise RpcError(f"Invalid '{key}': expected a string, got {_kind(value)}")
     return value
 
 
-def _bool(cmd: dict, key: str) -> bool:
+def _bool(cmd: dict[str, Any], key: str) -> bool:
     value = cmd.get(key)
     if not isinstance(value, bool):
         raise RpcError(f"Invalid '{key}': expected true or false, got {_kind(value)}")
@@ -60,7 +60,7 @@ def _kind(value: Any) -> str:
             dict: "an object"}.get(type(value), type(value).__name__)
 
 
-def _images(cmd: dict) -> list[Any] | None:
+def _images(cmd: dict[str, Any]) -> list[Any] | None:
     from pisces.core.session.prompt_input import parse_images  # noqa: PLC0415 - not needed at start-up
 
     try:
@@ -70,7 +70,7 @@ def _images(cmd: dict) -> list[Any] | None:
 
 
 # -- prompting --------------------------------------------------------------------------------
-async def _prompt(server: Any, cmd: dict) -> Any:
+async def _prompt(server: Any, cmd: dict[str, Any]) -> Any:
     text = _text(cmd)
     images = _images(cmd)
     behavior = _opt_str(cmd, "streamingBehavior")
@@ -103,17 +103,17 @@ def _is_budget_refusal(exc: Exception) -> bool:
     return budget is not None and isinstance(exc, budget.BudgetExceededError)
 
 
-def h_prompt(server: Any, cmd: dict) -> Any:
+def h_prompt(server: Any, cmd: dict[str, Any]) -> Any:
     _text(cmd)  # missing message: answered at once, as pi
     return _prompt(server, cmd)
 
 
-def h_steer(server: Any, cmd: dict) -> Any:
+def h_steer(server: Any, cmd: dict[str, Any]) -> Any:
     server.session.steer(_text(cmd), images=_images(cmd))
     return NO_DATA
 
 
-def h_follow_up(server: Any, cmd: dict) -> Any:
+def h_follow_up(server: Any, cmd: dict[str, Any]) -> Any:
     server.session.follow_up(_text(cmd), images=_images(cmd))
     return NO_DATA
 
@@ -123,16 +123,16 @@ async def _abort(server: Any) -> Any:
     return NO_DATA
 
 
-def h_abort(server: Any, cmd: dict) -> Any:
+def h_abort(server: Any, cmd: dict[str, Any]) -> Any:
     return _abort(server)
 
 
-async def _abort_and_prompt(server: Any, cmd: dict) -> Any:
+async def _abort_and_prompt(server: Any, cmd: dict[str, Any]) -> Any:
     await server.session.abort()
     return await _prompt(server, cmd)
 
 
-def h_abort_and_prompt(server: Any, cmd: dict) -> Any:
+def h_abort_and_prompt(server: Any, cmd: dict[str, Any]) -> Any:
     _text(cmd)
     return _abort_and_prompt(server, cmd)
 
@@ -141,44 +141,44 @@ async def _cancelled(awaitable: Any) -> Any:
     return {"cancelled": bool(await awaitable)}
 
 
-def h_new_session(server: Any, cmd: dict) -> Any:
+def h_new_session(server: Any, cmd: dict[str, Any]) -> Any:
     return _cancelled(server.session.new_session(parent_session=_opt_str(cmd, "parentSession")))
 
 
 # -- state and model --------------------------------------------------------------------------
-def h_get_state(server: Any, cmd: dict) -> Any:
+def h_get_state(server: Any, cmd: dict[str, Any]) -> Any:
     return server.session.get_state()
 
 
-def h_get_messages(server: Any, cmd: dict) -> Any:
+def h_get_messages(server: Any, cmd: dict[str, Any]) -> Any:
     return {"messages": server.session.messages}
 
 
-def h_set_model(server: Any, cmd: dict) -> Any:
+def h_set_model(server: Any, cmd: dict[str, Any]) -> Any:
     provider, model_id = cmd.get("provider"), cmd.get("modelId")
     return server.session.set_model_by_id(provider, model_id)
 
 
-def h_cycle_model(server: Any, cmd: dict) -> Any:
+def h_cycle_model(server: Any, cmd: dict[str, Any]) -> Any:
     return server.session.cycle_model()
 
 
-def h_get_available_models(server: Any, cmd: dict) -> Any:
+def h_get_available_models(server: Any, cmd: dict[str, Any]) -> Any:
     return {"models": server.session.available_models()}
 
 
-def h_set_thinking_level(server: Any, cmd: dict) -> Any:
+def h_set_thinking_level(server: Any, cmd: dict[str, Any]) -> Any:
     server.session.set_thinking_level(_text(cmd, "level", "toLowerCase"))
     return NO_DATA
 
 
-def h_cycle_thinking_level(server: Any, cmd: dict) -> Any:
+def h_cycle_thinking_level(server: Any, cmd: dict[str, Any]) -> Any:
     level = server.session.cycle_thinking_level()
     return None if level is None else {"level": level}
 
 
-def _mode_setter(setter: str, allowed: tuple[str, ...]) -> Callable[[Any, dict], Any]:
-    def handler(server: Any, cmd: dict) -> Any:
+def _mode_setter(setter: str, allowed: tuple[str, ...]) -> Callable[[Any, dict[str, Any]], Any]:
+    def handler(server: Any, cmd: dict[str, Any]) -> Any:
         mode = cmd.get("mode")
         if mode not in allowed:
             raise RpcError(f"Invalid mode {_quoted(mode)}: use {' or '.join(repr(a) for a in allowed)}")
@@ -192,12 +192,12 @@ def _quoted(value: Any) -> str:
     return f"'{value}'" if isinstance(value, str) else _kind(value)
 
 
-def h_set_auto_compaction(server: Any, cmd: dict) -> Any:
+def h_set_auto_compaction(server: Any, cmd: dict[str, Any]) -> Any:
     server.session.set_auto_compaction(_bool(cmd, "enabled"))
     return NO_DATA
 
 
-def h_set_auto_retry(server: Any, cmd: dict) -> Any:
+def h_set_auto_retry(server: Any, cmd: dict[str, Any]) -> Any:
     server.session.set_auto_retry(_bool(cmd, "enabled"))
     return NO_DATA
 
@@ -207,16 +207,16 @@ async def _abort_retry(server: Any) -> Any:
     return NO_DATA
 
 
-def h_abort_retry(server: Any, cmd: dict) -> Any:
+def h_abort_retry(server: Any, cmd: dict[str, Any]) -> Any:
     return _abort_retry(server)
 
 
 # -- compaction, bash, export -------------------------------------------------------------------
-def h_compact(server: Any, cmd: dict) -> Any:
+def h_compact(server: Any, cmd: dict[str, Any]) -> Any:
     return server.session.compact(_opt_str(cmd, "customInstructions"))
 
 
-def h_bash(server: Any, cmd: dict) -> Any:
+def h_bash(server: Any, cmd: dict[str, Any]) -> Any:
     command = cmd.get("command")
     if command is None:
         command = "undefined"  # pi runs the literal text "undefined" (JavaScript's String(undefined))
@@ -225,21 +225,21 @@ def h_bash(server: Any, cmd: dict) -> Any:
     return server.session.run_bash(command)
 
 
-def h_abort_bash(server: Any, cmd: dict) -> Any:
+def h_abort_bash(server: Any, cmd: dict[str, Any]) -> Any:
     server.session.abort_bash()
     return NO_DATA
 
 
-def h_export_html(server: Any, cmd: dict) -> Any:
+def h_export_html(server: Any, cmd: dict[str, Any]) -> Any:
     return server.session.export_html(_opt_str(cmd, "outputPath"))
 
 
 # -- sessions ----------------------------------------------------------------------------------
-def h_get_session_stats(server: Any, cmd: dict) -> Any:
+def h_get_session_stats(server: Any, cmd: dict[str, Any]) -> Any:
     return server.session.session_stats()
 
 
-def h_switch_session(server: Any, cmd: dict) -> Any:
+def h_switch_session(server: Any, cmd: dict[str, Any]) -> Any:
     path = cmd.get("sessionPath")
     if not isinstance(path, str):
         raise RpcError('The "paths[0]" argument must be of type string. Received '
@@ -247,34 +247,34 @@ def h_switch_session(server: Any, cmd: dict) -> Any:
     return _cancelled(server.session.switch_session(path))
 
 
-def h_fork(server: Any, cmd: dict) -> Any:
+def h_fork(server: Any, cmd: dict[str, Any]) -> Any:
     entry_id = cmd.get("entryId")
     return server.session.fork(entry_id if isinstance(entry_id, str) else "")
 
 
-def h_get_fork_messages(server: Any, cmd: dict) -> Any:
+def h_get_fork_messages(server: Any, cmd: dict[str, Any]) -> Any:
     return {"messages": server.session.fork_messages()}
 
 
-def h_clone(server: Any, cmd: dict) -> Any:
+def h_clone(server: Any, cmd: dict[str, Any]) -> Any:
     return _cancelled(server.session.clone())
 
 
-def h_get_last_assistant_text(server: Any, cmd: dict) -> Any:
+def h_get_last_assistant_text(server: Any, cmd: dict[str, Any]) -> Any:
     text = server.session.last_assistant_text()
     return {} if text is None else {"text": text}
 
 
-def h_set_session_name(server: Any, cmd: dict) -> Any:
+def h_set_session_name(server: Any, cmd: dict[str, Any]) -> Any:
     server.session.set_session_name(_text(cmd, "name", "trim"))
     return NO_DATA
 
 
-def h_get_commands(server: Any, cmd: dict) -> Any:
+def h_get_commands(server: Any, cmd: dict[str, Any]) -> Any:
     return {"commands": server.session.commands()}
 
 
-def h_list_sessions(server: Any, cmd: dict) -> Any:
+def h_list_sessions(server: Any, cmd: dict[str, Any]) -> Any:
     scope = cmd.get("scope") or "cwd"
     if scope == "current":
         scope = "cwd"
@@ -287,11 +287,11 @@ def h_list_sessions(server: Any, cmd: dict) -> Any:
     return {"sessions": sessions}
 
 
-def h_get_session_tree(server: Any, cmd: dict) -> Any:
+def h_get_session_tree(server: Any, cmd: dict[str, Any]) -> Any:
     return server.session.session_tree()
 
 
-def h_navigate_tree(server: Any, cmd: dict) -> Any:
+def h_navigate_tree(server: Any, cmd: dict[str, Any]) -> Any:
     target = _opt_str(cmd, "targetId")
     if not target:
         raise RpcError("navigate_tree needs 'targetId'")
@@ -300,11 +300,11 @@ def h_navigate_tree(server: Any, cmd: dict) -> Any:
         replace_instructions=bool(cmd.get("replaceInstructions")), label=_opt_str(cmd, "label"))
 
 
-def h_set_entry_label(server: Any, cmd: dict) -> Any:
+def h_set_entry_label(server: Any, cmd: dict[str, Any]) -> Any:
     return _label_entry(server, cmd, "set_entry_label", "targetId", "entryId")
 
 
-def _label_entry(server: Any, cmd: dict, command: str, key: str, other_key: str) -> Any:
+def _label_entry(server: Any, cmd: dict[str, Any], command: str, key: str, other_key: str) -> Any:
     """set_entry_label and later pi's set_label: one command under two names, each naming the entry by its
     own key first (either key is taken)."""
     target = _opt_str(cmd, key) or _opt_str(cmd, other_key)
@@ -315,17 +315,17 @@ def _label_entry(server: Any, cmd: dict, command: str, key: str, other_key: str)
 
 
 # -- later pi's names and shapes -----------------------------------------------------------------
-def h_set_label(server: Any, cmd: dict) -> Any:
+def h_set_label(server: Any, cmd: dict[str, Any]) -> Any:
     return _label_entry(server, cmd, "set_label", "entryId", "targetId")
 
 
-def h_get_tree(server: Any, cmd: dict) -> Any:
+def h_get_tree(server: Any, cmd: dict[str, Any]) -> Any:
     store = server.session.store
     return pi_tree(store.get_entries(), store.get_leaf_id(), store.get_labels(),
                    include_content=cmd.get("includeContent") is True)
 
 
-def h_get_entries(server: Any, cmd: dict) -> Any:
+def h_get_entries(server: Any, cmd: dict[str, Any]) -> Any:
     since = _opt_str(cmd, "since")
     store = server.session.store
     try:
@@ -335,34 +335,34 @@ def h_get_entries(server: Any, cmd: dict) -> Any:
     return {"entries": entries, "leafId": store.get_leaf_id()}
 
 
-def h_get_available_thinking_levels(server: Any, cmd: dict) -> Any:
+def h_get_available_thinking_levels(server: Any, cmd: dict[str, Any]) -> Any:
     return {"levels": supported_thinking_levels(server.session.model)}
 
 
-def h_get_context_usage(server: Any, cmd: dict) -> Any:
+def h_get_context_usage(server: Any, cmd: dict[str, Any]) -> Any:
     usage = server.session.context_usage()
     return {} if usage is None else {"usage": usage}
 
 
-def h_get_tools(server: Any, cmd: dict) -> Any:
+def h_get_tools(server: Any, cmd: dict[str, Any]) -> Any:
     return server.session.tools_info()
 
 
-def h_set_active_tools(server: Any, cmd: dict) -> Any:
+def h_set_active_tools(server: Any, cmd: dict[str, Any]) -> Any:
     names = cmd.get("toolNames")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise RpcError("Invalid 'toolNames': expected an array of tool names")
     return {"activeToolNames": server.session.set_active_tools(names)}
 
 
-def h_trust_project(server: Any, cmd: dict) -> Any:
+def h_trust_project(server: Any, cmd: dict[str, Any]) -> Any:
     trusted = cmd.get("trusted", True)
     if not isinstance(trusted, bool):
         raise RpcError(f"Invalid 'trusted': expected true or false, got {_kind(trusted)}")
     return asyncio.to_thread(save_decision, server.session.settings, trusted)  # waits for trust.json's lock
 
 
-def h_set_stream_options(server: Any, cmd: dict) -> Any:
+def h_set_stream_options(server: Any, cmd: dict[str, Any]) -> Any:
     """What this client's message_update frames carry (see pisces.modes.host.encoding)."""
 
     out = server.out
@@ -390,7 +390,7 @@ def h_set_stream_options(server: Any, cmd: dict) -> Any:
             "seq": out.seq}
 
 
-def h_set_budget(server: Any, cmd: dict) -> Any:
+def h_set_budget(server: Any, cmd: dict[str, Any]) -> Any:
     from pisces.core.budget import BudgetPolicyError, set_session_budget  # noqa: PLC0415 - not needed at start-up
 
     try:
@@ -404,11 +404,11 @@ async def _reload(server: Any) -> Any:
     return {"commands": server.session.commands()}
 
 
-def h_reload_resources(server: Any, cmd: dict) -> Any:
+def h_reload_resources(server: Any, cmd: dict[str, Any]) -> Any:
     return _reload(server)
 
 
-def h_set_host_tools(server: Any, cmd: dict) -> Any:
+def h_set_host_tools(server: Any, cmd: dict[str, Any]) -> Any:
     try:
         names = server.host_tool_bridge().set_tools(server.session, cmd.get("tools"))
     except ValueError as exc:
@@ -417,7 +417,7 @@ def h_set_host_tools(server: Any, cmd: dict) -> Any:
 
 
 # -- tool approval (docs/approval.md) -----------------------------------------------------------------
-def h_negotiate_protocol(server: Any, cmd: dict) -> Any:
+def h_negotiate_protocol(server: Any, cmd: dict[str, Any]) -> Any:
     caps = cmd.get("clientCapabilities", cmd.get("capabilities"))
     if caps is None:
         caps = {}
@@ -443,17 +443,17 @@ async def _approval_call(fn: Any, *args: Any) -> Any:
         raise RpcError(f"Invalid approval rule: {exc}") from None
 
 
-def h_list_approval_rules(server: Any, cmd: dict) -> Any:
+def h_list_approval_rules(server: Any, cmd: dict[str, Any]) -> Any:
     return asyncio.to_thread(_approval(server).list_rules)
 
 
-def h_add_approval_rule(server: Any, cmd: dict) -> Any:
+def h_add_approval_rule(server: Any, cmd: dict[str, Any]) -> Any:
     if "rule" not in cmd:
         raise RpcError("add_approval_rule needs 'rule': {tool, match?, approval, reason?}")
     return _approval_call(_approval(server).add_rule, cmd.get("rule"), cmd.get("index"))
 
 
-def h_remove_approval_rule(server: Any, cmd: dict) -> Any:
+def h_remove_approval_rule(server: Any, cmd: dict[str, Any]) -> Any:
     if "index" not in cmd:
         raise RpcError("remove_approval_rule needs 'index' (as list_approval_rules numbers the global rules)")
     return _approval_call(_approval(server).remove_rule, cmd.get("index"), cmd.get("rule"))
@@ -469,7 +469,7 @@ async def _set_approval_mode(approval: Any, mode: Any, persist: bool) -> Any:
     return state
 
 
-def h_set_approval_mode(server: Any, cmd: dict) -> Any:
+def h_set_approval_mode(server: Any, cmd: dict[str, Any]) -> Any:
     if "mode" not in cmd:
         raise RpcError("set_approval_mode needs 'mode': 'yolo', 'write', 'always-ask' or null")
     persist = cmd.get("persist", False)
@@ -478,12 +478,12 @@ def h_set_approval_mode(server: Any, cmd: dict) -> Any:
     return _set_approval_mode(_approval(server), cmd.get("mode"), persist)
 
 
-def h_clear_queue(server: Any, cmd: dict) -> Any:
+def h_clear_queue(server: Any, cmd: dict[str, Any]) -> Any:
     steering, follow_up = server.session.clear_queue()
     return {"steering": steering, "followUp": follow_up}
 
 
-COMMANDS: dict[str, Callable[[Any, dict], Any]] = {
+COMMANDS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "prompt": h_prompt,
     "steer": h_steer,
     "follow_up": h_follow_up,

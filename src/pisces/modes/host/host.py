@@ -115,7 +115,7 @@ class Host:
         self.web: Any = None  # the web server, when there is one
         self.encoder = StreamEncoder()
         self.clients: list[Client] = []
-        self.tasks: set[asyncio.Task] = set()
+        self.tasks: set[asyncio.Task[Any]] = set()
         self.seq = 0
         self.stream_id = _new_stream_id()
         self.resumable = resumable
@@ -272,7 +272,9 @@ class Host:
                 if rid is not None and self._ui is not None and rid in self._ui.pending:
                     self._open_requests[rid] = event
                 elif event.get("method") == "cancel" or event.get("type") == "tool_approval_cancel":
-                    self._open_requests.pop(event.get("targetId"), None)
+                    target = event.get("targetId")
+                    if isinstance(target, str):
+                        self._open_requests.pop(target, None)
         try:
             if self.replay is None and len(clients) == 1 and not clients[0].seq:
                 # stdio alone: its own writer, pi's bytes (and writev for snapshots)

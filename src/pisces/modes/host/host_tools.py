@@ -34,16 +34,16 @@ def normalize(tools: Any) -> list[dict[str, Any]]:
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
             raise ValueError(f"Host tool at index {i} must be an object")
-        name = tool.get("name").strip() if isinstance(tool.get("name"), str) else ""
+        name = tool["name"].strip() if isinstance(tool.get("name"), str) else ""
         if not name:
             raise ValueError(f"Host tool at index {i} must provide a non-empty name")
-        description = tool.get("description").strip() if isinstance(tool.get("description"), str) else ""
+        description = tool["description"].strip() if isinstance(tool.get("description"), str) else ""
         if not description:
             raise ValueError(f'Host tool "{name}" must provide a non-empty description')
         params = tool.get("parameters")
         if not isinstance(params, dict):
             raise ValueError(f'Host tool "{name}" must provide a JSON Schema object')
-        label = tool.get("label").strip() if isinstance(tool.get("label"), str) and tool["label"].strip() else name
+        label = tool["label"].strip() if isinstance(tool.get("label"), str) and tool["label"].strip() else name
         timeout = tool.get("timeoutMs")
         tier = tool.get("tier", "exec")
         if tier not in ("read", "write", "exec"):

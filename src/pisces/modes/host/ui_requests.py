@@ -31,7 +31,8 @@ def new_id() -> str:
 class _Pending:
     __slots__ = ("future", "on_update", "timer", "remove_abort")
 
-    def __init__(self, future: asyncio.Future, on_update: Callable[[dict[str, Any]], None] | None) -> None:
+    def __init__(self, future: asyncio.Future[dict[str, Any]],
+                 on_update: Callable[[dict[str, Any]], None] | None) -> None:
         self.future = future
         self.on_update = on_update
         self.timer: asyncio.TimerHandle | None = None
@@ -149,7 +150,8 @@ class RemoteUI(SessionUI):
 
     async def request(self, frame: dict[str, Any], *, timeout_ms: int | None = None, signal: Any = None
                       ) -> dict[str, Any]:
-        request_id = frame.get("id") if isinstance(frame.get("id"), str) else new_id()
+        given = frame.get("id")
+        request_id = given if isinstance(given, str) else new_id()
         return await self._ask(request_id, {**frame, "id": request_id}, timeout_ms, signal)
 
     async def _ask(self, request_id: str, frame: dict[str, Any], timeout_ms: int | None, signal: Any

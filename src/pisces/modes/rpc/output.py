@@ -48,18 +48,20 @@ class FrameWriter:
         threading.Thread(target=self._drain, name="pisces-stdout", daemon=True).start()
 
     def _enqueue(self, frame: bytes) -> None:
+        queue = self._queue
+        assert queue is not None  # only called once start_thread made it
         with self._cond:
             if self.closed:
                 return
             if self._queued + len(frame) > self._limit:
                 self.closed = True
-                self._queue.clear()  # type: ignore[union-attr] - only called once the queue exists
+                queue.clear()
                 self._queued = 0
                 self._cond.notify_all()
                 sys.stderr.write(f"pisces: the stdio client stopped reading ({self._limit // (1024 * 1024)} MiB of "
                                  "frames waiting): no more frames go to stdout; the other clients go on\n")
                 return
-            self._queue.append(frame)  # type: ignore[union-attr]
+            queue.append(frame)
             self._queued += len(frame)
             self._cond.notify()
 

@@ -113,18 +113,24 @@ class RpcServer:
             self._emit(project_trust_event(settings.cwd, settings.project_path, settings.ignored_project_settings))
         self._schedule_warm_up(loop)
         held: list[tuple[Any, str | None]] | None = None
-        start: asyncio.Future | None = None
+        start: asyncio.Future[None] | None = None
         if self.session.hooks.active:  # extensions start first; meanwhile commands wait, answers do not
             held = []
             start = asyncio.ensure_future(self.session.hooks.start("startup"))
-            start.add_done_callback(lambda t: (_report_failure(t, "extension start-up"), lines.put_nowait(_STARTED)))
+
+            def started(task: asyncio.Future[None]) -> None:
+                _report_failure(task, "extension start-up")
+                lines.put_nowait(_STARTED)
+
+            start.add_done_callback(started)
         while not self.exit_signal:
             line = await lines.get()
             if line is None or self.exit_signal:
                 # stdin ended during start-up: nobody can answer a dialog now; then the held commands
                 if held and not self.exit_signal:
                     self.host.close_dialogs()
-                    await asyncio.wait([start], timeout=5)  # type: ignore[list-item]
+                    if start is not None:  # always, when commands are held
+                        await asyncio.wait([start], timeout=5)
                     for item in held:
                         self.dispatch(*item)
                 break
@@ -194,9 +200,10 @@ class RpcServer:
 _STARTED: Any = b"\x00started"  # queued when the extensions' start-up is over (never equal to a read line)
 
 
-def _report_failure(task: asyncio.Task, what: str) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        sys.stderr.write(f"pisces: {what} failed: {message(task.exception())}\n")
+def _report_failure(task: asyncio.Future[Any], what: str) -> None:
+    failure = None if task.cancelled() else task.exception()
+    if failure is not None:
+        sys.stderr.write(f"pisces: {what} failed: {message(failure)}\n")
 
 
 def _is_answer(cmd: Any) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hmac
 import secrets
 import time
-from typing import Iterable
+from typing import Callable, Iterable
 
 PAIRING_TTL_S = 600.0  # a minted pairing link unused for this long is gone
 MAX_PAIRINGS = 16  # outstanding pairing links; the oldest go first
@@ -48,7 +48,7 @@ def _any_same(candidate: str, secrets_: Iterable[str]) -> bool:
 
 class WebAuth:
     def __init__(self, *, port: int, host: str, token: str | None = None, origins: Iterable[str] = (),
-                 clock: "callable" = time.monotonic) -> None:  # type: ignore[valid-type]
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.port = port
         self.bind_host = host
         self.token = token or secrets.token_urlsafe(32)

@@ -66,8 +66,9 @@ async def start_web(host: Any, args: Any, *, announce: Any) -> Any:
         announce(f"warning: listening on {bind}:{web.port}, reachable from the network, without TLS; "
                  "only the pairing link or the token lets anyone in")
     announce(f"open {web.pairing_url(None)}  (a one-time link that pairs one browser)")
-    if not web.auth.token_given:
-        announce(f"programs: Authorization: Bearer {web.auth.token}  (on ws://.../ws)")
+    auth = web.require_auth()
+    if not auth.token_given:
+        announce(f"programs: Authorization: Bearer {auth.token}  (on ws://.../ws)")
     return web
 
 
@@ -80,7 +81,12 @@ async def _serve_web(args: Any) -> int:
     stop = asyncio.Event()
     host.on_shutdown_request = stop.set
     ended_by: list[int] = []
-    remove = signals.install(asyncio.get_running_loop(), lambda signum: (ended_by.append(signum), stop.set()))
+
+    def on_signal(signum: int) -> None:
+        ended_by.append(signum)
+        stop.set()
+
+    remove = signals.install(asyncio.get_running_loop(), on_signal)
     if session.hooks.active:
         try:
             await session.hooks.start("startup")

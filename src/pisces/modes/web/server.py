@@ -157,8 +157,14 @@ class WebServer:
             name = f"[{name}]"
         return f"http://{name}:{self.port}/"
 
+    def require_auth(self) -> WebAuth:
+        """The access checks; they exist once ``start`` knows the port (no request is served before)."""
+        if self.auth is None:
+            raise RuntimeError("the web server is not started")
+        return self.auth
+
     def pairing_url(self, ttl_s: float | None = None) -> str:
-        return f"{self.base_url}pair?token={self.auth.new_pairing(ttl_s)}"
+        return f"{self.base_url}pair?token={self.require_auth().new_pairing(ttl_s)}"
 
     async def start(self) -> None:
         self.server = await serve(self._handle, self.bind, self.port, process_request=self._process_request,
@@ -180,7 +186,8 @@ class WebServer:
     # -- HTTP ------------------------------------------------------------------------------------
     async def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
         headers = request.headers
-        if not self.auth.host_ok(headers.get("Host")):
+        auth = self.require_auth()
+        if not auth.host_ok(headers.get("Host")):
             return _text(403, "Forbidden", "Unknown Host: use the address pisces printed\n")
         url = urlsplit(request.path)
         path = url.path
@@ -195,18 +202,18 @@ class WebServer:
             return page
         if path == "/pair":
             token = (parse_qs(url.query).get("token") or [""])[0]
-            secret = self.auth.pair(token)
+            secret = auth.pair(token)
             if secret is None:
                 return _redirect("/login?failed=1")
-            return _redirect("/", cookie=self.auth.set_cookie(secret))
-        authed = self.auth.cookie_ok(headers.get("Cookie")) or self.auth.bearer_ok(headers.get("Authorization"))
+            return _redirect("/", cookie=auth.set_cookie(secret))
+        authed = auth.cookie_ok(headers.get("Cookie")) or auth.bearer_ok(headers.get("Authorization"))
         if path == "/ws":
             origin = headers.get("Origin")
-            if origin is not None and not self.auth.origin_ok(origin):
+            if origin is not None and not auth.origin_ok(origin):
                 return _text(403, "Forbidden", "Origin not allowed\n")
             if not authed:
                 return _text(401, "Unauthorized", "Pair this browser first, or send Authorization: Bearer\n")
-            if origin is None and not self.auth.bearer_ok(headers.get("Authorization")):
+            if origin is None and not auth.bearer_ok(headers.get("Authorization")):
                 return _text(403, "Forbidden", "A browser connection must carry its Origin\n")
             return None  # the WebSocket handshake goes on
         if not authed:
@@ -250,9 +257,9 @@ class WebServer:
         if profile not in PROFILES:
             await conn.close(1008, f"unknown stream profile {profile[:40]!r}")
             return
-        since_text = (query.get("since") or [None])[0]
+        since_text = _first(query, "since")
         since = int(since_text) if since_text is not None and since_text.isdigit() else None
-        stream = (query.get("stream") or [None])[0]
+        stream = _first(query, "stream")
         client = WebClient(self.host, conn, profile)
         # ?approvals=typed: this client speaks the typed approval frames from its first frame on (the same as
         # negotiate_protocol {"clientCapabilities": {"typedToolApprovals": 1}}, without a round trip)
@@ -313,6 +320,12 @@ def _response(status: int, reason: str, ctype: str, body: bytes, extra: dict[str
     for k, v in (extra or {}).items():
         headers[k] = v
     return Response(status, reason, headers, body)
+
+
+def _first(query: dict[str, list[str]], key: str) -> str | None:
+    """The first value of ``key`` in a parsed query string, or None."""
+    values = query.get(key)
+    return values[0] if values else None
 
 
 def _text(status: int, reason: str, text: str) -> Response:
