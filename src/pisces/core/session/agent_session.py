@@ -66,6 +66,7 @@ class AgentSession(SessionSwitching):
         self.subagents = SubagentHooks()  # the task tool's spawn gate and usage callback
         self.budget: Any = None  # a pisces.core.budget.SessionBudget once a limit is set (docs/budgets.md)
         self.approval: Any = None  # pisces.core.approval.SessionApproval, the tool-call approval (docs/approval.md)
+        self.todos: Any = None  # pisces.core.planning.session_todos.SessionTodos (docs/planning.md)
         self.is_compacting = False
         self._run_lock = asyncio.Lock()
         self.agent = Agent(
@@ -94,6 +95,8 @@ class AgentSession(SessionSwitching):
             listener(event)
         if self.budget is not None:  # after the listeners: its own events follow the one that caused them
             self.budget.on_event(event)
+        if self.todos is not None:
+            self.todos.on_event(event)
 
     @property
     def ui(self) -> Any:
@@ -287,16 +290,22 @@ class AgentSession(SessionSwitching):
             self.emit(MessageEndEvent(message=message))
 
     async def _run(self, start: Callable[[], Awaitable[Any]]) -> None:
-        """One user-visible run: the agent run, then retries and compaction as the outcome asks."""
-        await start()
+        """One user-visible run: the agent run, then retries and compaction as the outcome asks, then a todo
+        reminder (docs/planning.md) when the model stopped with unfinished items."""
         while True:
-            last = self.last_assistant_message()
-            if last is None or last.stopReason != "error":
+            await start()
+            while True:
+                last = self.last_assistant_message()
+                if last is None or last.stopReason != "error":
+                    break
+                action = await self._after_error(last)
+                if action is None:
+                    break
+                await self.agent.continue_()
+            reminder = self.todos.reminder(self.last_assistant_message()) if self.todos is not None else None
+            if reminder is None:
                 break
-            action = await self._after_error(last)
-            if action is None:
-                break
-            await self.agent.continue_()
+            start = lambda msg=reminder: self.agent.prompt([msg])  # noqa: E731 - the run goes on with it
         await self._after_run()
         await self.hooks.drain()  # extension handlers of this run's events are done, their frames written
         self.emit({"type": "agent_settled"})
@@ -486,6 +495,8 @@ class AgentSession(SessionSwitching):
             state["budget"] = self.budget.state()
         if self.approval is not None:
             state["approval"] = self.approval.state()
+        if self.todos is not None:
+            state["todoPhases"] = self.todos.phases
         return state
 
     def session_stats(self) -> dict[str, Any]:

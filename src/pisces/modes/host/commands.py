@@ -478,6 +478,20 @@ def h_set_approval_mode(server: Any, cmd: dict) -> Any:
     return _set_approval_mode(_approval(server), cmd.get("mode"), persist)
 
 
+def h_set_todos(server: Any, cmd: dict) -> Any:
+    from pisces.core.planning.todos import TodoError  # noqa: PLC0415 - not needed at start-up
+
+    todos = getattr(server.session, "todos", None)
+    if todos is None:
+        raise RpcError("Todos are turned off in this session (setting todo.enabled is false)")
+    if "phases" not in cmd:
+        raise RpcError("set_todos needs 'phases': [{name, tasks: [{content, status?}]}]")
+    try:
+        return {"todoPhases": todos.set_phases(cmd.get("phases"))}
+    except TodoError as exc:
+        raise RpcError(f"Invalid todos: {exc}") from None
+
+
 def h_clear_queue(server: Any, cmd: dict) -> Any:
     steering, follow_up = server.session.clear_queue()
     return {"steering": steering, "followUp": follow_up}
@@ -537,4 +551,5 @@ COMMANDS: dict[str, Callable[[Any, dict], Any]] = {
     "add_approval_rule": h_add_approval_rule,
     "remove_approval_rule": h_remove_approval_rule,
     "set_approval_mode": h_set_approval_mode,
+    "set_todos": h_set_todos,
 }
