@@ -170,3 +170,24 @@ def test_tree_navigation_and_fork_restore_the_branch_list(home, spawn):
     assert p.ok({"type": "get_state"})["todoPhases"] == planned
     p.ok({"type": "clone"})
     assert p.ok({"type": "get_state"})["todoPhases"] == planned
+
+
+def test_subagents_do_not_get_the_parents_list(home, spawn):
+    from taskkit import call_task, run_prompt, script, start, submit
+
+    home.write_json("settings.json", {"todo": {"reminders": False}})
+    p = start(spawn, home, "--no-session", "--tools", "read,bash,edit,write,task,todo_write", "--faux-script",
+              script(home, [todo("c1", PLAN),
+                            call_task({"agent": "task", "tasks": [{"id": "Sub", "description": "d",
+                                                                   "assignment": "Try the todo list."}]}),
+                            {"text": "done"}],
+                     {"Sub": [todo("s1", {"op": "update", "id": "t1", "status": "completed"}),
+                              submit({"ok": True})]}))
+    frames = run_prompt(p)
+    ends = [f for f in frames if f["type"] == "tool_execution_end"]
+    assert [e["toolName"] for e in ends] == ["todo_write", "task"]
+    # the subagent's call found no such tool: the parent's list is untouched and no todo_update came of it
+    assert [f["source"] for f in frames if f["type"] == "todo_update"] == ["tool"]
+    assert statuses(p.ok({"type": "get_state"})["todoPhases"])[0] == ("t1", "write the parser", "in_progress")
+    tools = p.ok({"type": "get_tools"})
+    assert "todo_write" in tools["activeToolNames"]
