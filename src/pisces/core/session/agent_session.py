@@ -67,6 +67,7 @@ class AgentSession(SessionSwitching):
         self.budget: Any = None  # a pisces.core.budget.SessionBudget once a limit is set (docs/budgets.md)
         self.approval: Any = None  # pisces.core.approval.SessionApproval, the tool-call approval (docs/approval.md)
         self.todos: Any = None  # pisces.core.planning.session_todos.SessionTodos (docs/planning.md)
+        self.ttsr: Any = None  # pisces.core.planning.ttsr.StreamRules, the stream rules (docs/planning.md)
         self.is_compacting = False
         self._run_lock = asyncio.Lock()
         self.agent = Agent(
@@ -97,6 +98,8 @@ class AgentSession(SessionSwitching):
             self.budget.on_event(event)
         if self.todos is not None:
             self.todos.on_event(event)
+        if self.ttsr is not None:
+            self.ttsr.on_event(event)
 
     @property
     def ui(self) -> Any:
@@ -302,13 +305,37 @@ class AgentSession(SessionSwitching):
                 if action is None:
                     break
                 await self.agent.continue_()
-            reminder = self.todos.reminder(self.last_assistant_message()) if self.todos is not None else None
-            if reminder is None:
+            follow = self._continuation()
+            if follow is None:
                 break
-            start = lambda msg=reminder: self.agent.prompt([msg])  # noqa: E731 - the run goes on with it
+            start = lambda msgs=follow: self.agent.prompt(msgs)  # noqa: E731 - the run goes on with them
         await self._after_run()
         await self.hooks.drain()  # extension handlers of this run's events are done, their frames written
         self.emit({"type": "agent_settled"})
+
+    def _continuation(self) -> list[Any] | None:
+        """What a stopped run continues with (docs/planning.md): a stream rule's interrupts, or a todo reminder."""
+        if self.ttsr is not None:
+            fired = self.ttsr.after_run()
+            if fired is not None:
+                interrupts, discard = fired
+                last = self.store.get_leaf_entry()
+                if discard and isinstance(getattr(last, "message", None), AssistantMessage):
+                    # the partial reply leaves the context; it stays in the file, on a branch of its own
+                    if last.parentId is None:
+                        self.store.reset_leaf()
+                    else:
+                        self.store.branch(last.parentId)
+                    if self.agent.messages and self.agent.messages[-1] is last.message:
+                        self.agent.messages.pop()
+                    else:
+                        self.agent.replace_messages(self.store.build_session_context().messages)
+                return interrupts
+        if self.todos is not None:
+            reminder = self.todos.reminder(self.last_assistant_message())
+            if reminder is not None:
+                return [reminder]
+        return None
 
     async def _after_error(self, last: AssistantMessage) -> str | None:
         """Decide what follows a failed reply: overflow compaction, a retry, or nothing."""

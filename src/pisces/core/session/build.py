@@ -25,6 +25,7 @@ from pisces.core.extensions.sources import extension_sources_present
 from pisces.core.planning.session_todos import attach as attach_todos
 from pisces.core.planning.session_todos import todos_enabled
 from pisces.core.planning.todo_tool import TodoWriteTool
+from pisces.core.planning.ttsr import attach as attach_stream_rules
 from pisces.core.resources.system_prompt import build_system_prompt, default_guidelines, resolve_prompt_input
 from pisces.core.session.agent_session import AgentSession
 from pisces.core.store import SessionFileError, SessionManager, find_sessions_by_id, resolve_session_dir
@@ -221,6 +222,7 @@ def _finish(plan: _Plan) -> AgentSession:
     attach_approval(sess, cli_mode=plan.approval_mode)  # the approval gate (docs/approval.md)
     if todos_enabled(settings):
         attach_todos(sess)
+    attach_stream_rules(sess)  # the rule files are read on the first turn (docs/planning.md)
     if _has_budget_settings(settings):  # otherwise nothing of pisces.core.budget is even imported
         from pisces.core.budget import attach_from_settings  # noqa: PLC0415 - not needed at start-up
 
