@@ -86,15 +86,15 @@ async def _prompt(server: Any, cmd: dict) -> Any:
     try:
         await server.session.prompt(text, images=images, streaming_behavior=behavior, on_accepted=on_accepted)
     except Exception as exc:
-        if _is_budget_refusal(exc):  # seed 000's late prompt failure: the ack, then the error, same id
-            if not accepted:
-                on_accepted()
-            server.respond(req_id, ctype, error=str(exc))
-            return ANSWERED
-        if not accepted:
+        if not accepted and not _is_budget_refusal(exc):
             raise  # a preflight error is the prompt's one response
-        # already answered with success: a second response to the same id would break clients' bookkeeping
-        sys.stderr.write(f"pisces: the run of prompt {req_id!r} failed: {str(exc) or type(exc).__name__}\n")
+        # seed 000: "prompt and abort_and_prompt return immediate success, then may emit a later error
+        # response with the same id" (a spent budget, a failure once the run was accepted)
+        if not accepted:
+            on_accepted()
+        message = str(exc) or type(exc).__name__
+        sys.stderr.write(f"pisces: the run of prompt {req_id!r} failed: {message}\n")
+        server.respond(req_id, ctype, error=message)
     return ANSWERED
 
 
