@@ -247,6 +247,18 @@ def h_switch_session(server: Any, cmd: dict) -> Any:
     return _cancelled(server.session.switch_session(path))
 
 
+def h_rename_session(server: Any, cmd: dict) -> Any:
+    from pisces.core.session.session_files import rename_session  # noqa: PLC0415 - not needed at start-up
+
+    return rename_session(server.session, cmd.get("sessionPath"), cmd.get("name"))
+
+
+def h_delete_session(server: Any, cmd: dict) -> Any:
+    from pisces.core.session.session_files import delete_session  # noqa: PLC0415 - not needed at start-up
+
+    return delete_session(server.session, cmd.get("sessionPath"))
+
+
 def h_fork(server: Any, cmd: dict) -> Any:
     entry_id = cmd.get("entryId")
     return server.session.fork(entry_id if isinstance(entry_id, str) else "")
@@ -552,4 +564,6 @@ COMMANDS: dict[str, Callable[[Any, dict], Any]] = {
     "remove_approval_rule": h_remove_approval_rule,
     "set_approval_mode": h_set_approval_mode,
     "set_todos": h_set_todos,
+    "rename_session": h_rename_session,
+    "delete_session": h_delete_session,
 }
