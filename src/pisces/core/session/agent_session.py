@@ -152,10 +152,13 @@ class AgentSession(SessionSwitching):
                 self._emit_queue()
                 return
 
-    def _user_message(self, text: str, images: list[Any] | None) -> UserMessage:
+    def _user_message(self, text: str, images: list[Any] | None, attachments: list[Any] | None = None) -> UserMessage:
         if self.budget is not None:  # a spent budget refuses prompts, steering and follow-ups alike
             self.budget.admit()
-        return UserMessage(content=[TextContent(text=text), *(images or [])], timestamp=now_ms())
+        message = UserMessage(content=[TextContent(text=text), *(images or [])], timestamp=now_ms())
+        if attachments is not None:  # the legacy attachments as the client sent them (their blocks are in content)
+            message.attachments = attachments
+        return message
 
     def _refuse_command(self, text: str) -> str:
         """Extension commands cannot be queued (pi's text); otherwise the text with skills and templates expanded."""
@@ -172,15 +175,15 @@ class AgentSession(SessionSwitching):
             text = expand_skill_command(self, text)
         return expand_prompt_template(self.cwd, text, self.resources)
 
-    def steer(self, text: str, images: list[Any] | None = None) -> None:
+    def steer(self, text: str, images: list[Any] | None = None, attachments: list[Any] | None = None) -> None:
         text = self._refuse_command(text)
-        self.agent.steer(self._user_message(text, images))
+        self.agent.steer(self._user_message(text, images, attachments))
         self._steering_texts.append(text)
         self._emit_queue()
 
-    def follow_up(self, text: str, images: list[Any] | None = None) -> None:
+    def follow_up(self, text: str, images: list[Any] | None = None, attachments: list[Any] | None = None) -> None:
         text = self._refuse_command(text)
-        self.agent.follow_up(self._user_message(text, images))
+        self.agent.follow_up(self._user_message(text, images, attachments))
         self._follow_up_texts.append(text)
         self._emit_queue()
 
@@ -230,7 +233,8 @@ class AgentSession(SessionSwitching):
             raise SessionError(_no_key_error(model, self.registry))
 
     async def prompt(self, text: str, *, images: list[Any] | None = None, streaming_behavior: str | None = None,
-                     on_accepted: Callable[[], None] | None = None, source: str = "rpc", expand: bool = True) -> None:
+                     on_accepted: Callable[[], None] | None = None, source: str = "rpc", expand: bool = True,
+                     attachments: list[Any] | None = None) -> None:
         """Preflight, then ``on_accepted()``, then the run (awaited to its very end, retries included).
         An extension command (``/name args``) runs at once, even while streaming. While the agent is busy the
         message is queued per ``streaming_behavior``; without one it is refused, except during compaction or a
@@ -252,7 +256,7 @@ class AgentSession(SessionSwitching):
             if streaming_behavior is None:
                 raise SessionError(BUSY_ERROR)
             queue = self.agent.follow_up if streaming_behavior == "followUp" else self.agent.steer
-            queue(self._user_message(text, images))
+            queue(self._user_message(text, images, attachments))
             (self._follow_up_texts if streaming_behavior == "followUp" else self._steering_texts).append(text)
             self._emit_queue()
             accepted()
@@ -265,7 +269,7 @@ class AgentSession(SessionSwitching):
             await self._wait_compaction()
             self._flush_pending_bash()
             await self._before_prompt_compaction()
-            messages = [self._user_message(text, images), *self._next_turn]
+            messages = [self._user_message(text, images, attachments), *self._next_turn]
             self._next_turn = []
             extra, system_prompt = await self.hooks.before_agent_start(text, images, self._base_prompt)
             messages.extend(extra)

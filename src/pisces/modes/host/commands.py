@@ -69,10 +69,28 @@ def _images(cmd: dict) -> list[Any] | None:
         raise RpcError(str(exc)) from None
 
 
+def _attachments(cmd: dict) -> dict[str, Any]:
+    """The legacy ``attachments``, echoed on the UserMessage as sent (their images and text are its content)."""
+    attachments = cmd.get("attachments")
+    return {"attachments": attachments} if isinstance(attachments, list) and attachments else {}
+
+
+async def _fetched(images: list[Any] | None) -> list[Any] | None:
+    """Images given by URL, fetched (bounded in size and time); a failure is the command's error."""
+    from pisces.core.session.image_urls import fetch_images, has_urls  # noqa: PLC0415 - only with images
+
+    if not has_urls(images):
+        return images
+    try:
+        return await fetch_images(images)
+    except ValueError as exc:
+        raise RpcError(str(exc)) from None
+
+
 # -- prompting --------------------------------------------------------------------------------
 async def _prompt(server: Any, cmd: dict) -> Any:
     text = _text(cmd)
-    images = _images(cmd)
+    images = await _fetched(_images(cmd))
     behavior = _opt_str(cmd, "streamingBehavior")
     if behavior is not None and behavior not in ("steer", "followUp"):
         raise RpcError(f"Invalid streamingBehavior '{behavior}': use 'steer' or 'followUp'")
@@ -84,7 +102,8 @@ async def _prompt(server: Any, cmd: dict) -> Any:
         server.respond(req_id, ctype)
 
     try:
-        await server.session.prompt(text, images=images, streaming_behavior=behavior, on_accepted=on_accepted)
+        await server.session.prompt(text, images=images, streaming_behavior=behavior, on_accepted=on_accepted,
+                                    **_attachments(cmd))
     except Exception as exc:
         if not accepted and not _is_budget_refusal(exc):
             raise  # a preflight error is the prompt's one response
@@ -108,14 +127,24 @@ def h_prompt(server: Any, cmd: dict) -> Any:
     return _prompt(server, cmd)
 
 
-def h_steer(server: Any, cmd: dict) -> Any:
-    server.session.steer(_text(cmd), images=_images(cmd))
+def _queue(server: Any, cmd: dict, method: str) -> Any:
+    text, images = _text(cmd), _images(cmd)
+    if images is not None and any(type(b).__name__ == "UrlImage" for b in images):
+        async def later() -> Any:
+            getattr(server.session, method)(text, images=await _fetched(images), **_attachments(cmd))
+            return NO_DATA
+
+        return later()
+    getattr(server.session, method)(text, images=images, **_attachments(cmd))
     return NO_DATA
+
+
+def h_steer(server: Any, cmd: dict) -> Any:
+    return _queue(server, cmd, "steer")
 
 
 def h_follow_up(server: Any, cmd: dict) -> Any:
-    server.session.follow_up(_text(cmd), images=_images(cmd))
-    return NO_DATA
+    return _queue(server, cmd, "follow_up")
 
 
 async def _abort(server: Any) -> Any:
