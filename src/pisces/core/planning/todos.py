@@ -15,8 +15,6 @@ notes?}`` with the statuses ``pending | in_progress | completed | abandoned``. W
 
 from __future__ import annotations
 
-import copy
-import re
 from typing import Any
 
 STATUSES = ("pending", "in_progress", "completed", "abandoned")
@@ -68,7 +66,7 @@ class TodoList:
     # -- reading ------------------------------------------------------------------------------------
     def snapshot(self) -> list[dict[str, Any]]:
         """A deep copy of the phases (what get_state, events and the session file carry)."""
-        return copy.deepcopy(self.phases)
+        return [{**p, "tasks": [dict(t) for t in p["tasks"]]} for p in self.phases]  # values are strings
 
     def tasks(self) -> list[dict[str, Any]]:
         return [t for p in self.phases for t in p["tasks"]]
@@ -163,9 +161,9 @@ class TodoList:
     def _bump_counters(self, task_ids: set[Any], phase_ids: set[Any]) -> None:
         for ids, attr, prefix in ((task_ids, "_next_task", "t"), (phase_ids, "_next_phase", "p")):
             for value in ids:
-                m = re.fullmatch(prefix + r"(\d{1,9})", value) if isinstance(value, str) else None
-                if m:
-                    setattr(self, attr, max(getattr(self, attr), int(m.group(1)) + 1))
+                digits = value[1:] if isinstance(value, str) and value.startswith(prefix) else ""
+                if digits.isascii() and digits.isdigit() and len(digits) <= 9:
+                    setattr(self, attr, max(getattr(self, attr), int(digits) + 1))
 
     def _find_phase(self, ref: Any, what: str) -> dict[str, Any]:
         if ref is None:

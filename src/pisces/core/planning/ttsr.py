@@ -189,10 +189,10 @@ def _block(message: Any, index: int) -> Any:
 
 def attach(session: Any) -> StreamRules:
     """Give ``session`` its stream rules (``session.ttsr``): the user's and (trusted) project's rule files."""
-    from pisces.core.config.paths import agent_dir  # noqa: PLC0415 - a light module, kept beside its use
-    from pisces.core.planning.rules import load_rules, rule_dirs  # noqa: PLC0415 - RE2 comes with the rules
-
     def load() -> tuple[list[Any], list[str]]:
+        from pisces.core.config.paths import agent_dir  # noqa: PLC0415 - on the first turn, not at start-up
+        from pisces.core.planning.rules import load_rules, rule_dirs  # noqa: PLC0415 - on the first turn
+
         settings = session.settings
         return load_rules(rule_dirs(agent_dir(), session.cwd, settings.project_trusted))
 
