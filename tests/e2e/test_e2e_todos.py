@@ -145,7 +145,7 @@ def test_bad_operation_is_an_error_result_that_changes_nothing(home, spawn):
 
 def test_tree_navigation_and_fork_restore_the_branch_list(home, spawn):
     home.write_json("settings.json", {"todo": {"reminders": False}})
-    script = home.faux_script([{"text": "hello"}, todo("c1", PLAN), {"text": "planned"}])
+    script = home.faux_script([{"text": "hello"}, todo("c1", PLAN), {"text": "planned"}, {"text": "third"}])
     p = spawn(*TOOLS, "--faux-script", script)
     p.send({"id": "p1", "type": "prompt", "message": "first"})
     p.until_type("agent_settled", HANG)
@@ -170,6 +170,15 @@ def test_tree_navigation_and_fork_restore_the_branch_list(home, spawn):
     assert p.ok({"type": "get_state"})["todoPhases"] == planned
     p.ok({"type": "clone"})
     assert p.ok({"type": "get_state"})["todoPhases"] == planned
+
+    # fork before a later prompt: the new session file carries the list written before it
+    p.send({"id": "p3", "type": "prompt", "message": "third"})
+    p.until_type("agent_settled", HANG)
+    third = next(m for m in p.ok({"type": "get_fork_messages"})["messages"] if m["text"] == "third")
+    before = p.ok({"type": "get_state"})["sessionFile"]
+    assert p.ok({"type": "fork", "entryId": third["entryId"]})["cancelled"] is False
+    state = p.ok({"type": "get_state"})
+    assert state["sessionFile"] != before and state["todoPhases"] == planned
 
 
 def test_subagents_do_not_get_the_parents_list(home, spawn):
