@@ -92,8 +92,10 @@ RANKS = {
     "pisces.core.errors": 0, "pisces.core.safe_open": 0, "pisces.core.config": 1, "pisces.core.store": 2,
     "pisces.core.resources": 3, "pisces.core.tools": 3, "pisces.core.approval": 3, "pisces.core.budget": 3,
     "pisces.core.compaction": 3, "pisces.core.export_html": 3, "pisces.core.extensions": 4, "pisces.core.task": 4,
+    "pisces.core.planning": 4,
     "pisces.core.session": 5, "pisces.core.sdk": 6,
-    "pisces.modes.signals": 0, "pisces.modes.host": 1, "pisces.modes.entry": 1, "pisces.modes.web": 2,
+    "pisces.modes.signals": 0, "pisces.modes.host": 1, "pisces.modes.entry": 1, "pisces.modes.file_args": 1,
+    "pisces.modes.web": 2,
     "pisces.modes.acp": 2, "pisces.modes.rpc": 3, "pisces.modes.print": 4,
 }
 

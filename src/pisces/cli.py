@@ -204,6 +204,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pisces.modes.batch.main import run_batch  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_batch(words[1:])
+    if words[:2] in (["rules", "test"], ["rules", "list"]):  # stream rules (docs/planning.md)
+        from pisces.modes.rules_cli import run_rules  # noqa: PLC0415 - only the chosen mode is imported
+
+        return run_rules(words[1:])
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # words argparse does not know may be flags an extension registers (--plan, --name=value): the session

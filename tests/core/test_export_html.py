@@ -364,3 +364,20 @@ def test_browser_csp_blocks_markup_injected_into_the_page(tmp_path):
     control = tmp_path / "control.html"
     control.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", injected), "utf-8")
     assert 'data-pwned="' in _dump_dom(chromium, str(control), str(tmp_path / "profile")).split(">", 2)[1]
+
+
+def test_browser_shows_the_todo_list_entries(tmp_path):
+    """A ``pisces.todos`` entry (docs/planning.md) is a Todos card with each task's id and status mark."""
+    chromium = _chromium()
+    sm = SessionManager.create(str(tmp_path), str(tmp_path / "sessions"))
+    sm.append_message(UserMessage(content=[TextContent(text="plan it")]))
+    sm.append_custom_entry("pisces.todos", {"phases": [{"id": "p1", "name": "Build <b>it</b>", "tasks": [
+        {"id": "t1", "content": "TODO-PARSER", "status": "completed"},
+        {"id": "t2", "content": "TODO-TESTS", "status": "in_progress", "notes": "half"}]}]})
+    sm.append_message(_assistant(TextContent(text="planned")))
+    out = str(tmp_path / "todos.html")
+    export_session(SimpleNamespace(store=sm), out)
+    main = _dump_dom(chromium, out, str(tmp_path / "profile")).split('<div id="messages">', 1)[1]
+    shown = html.unescape(re.sub(r"<[^>]*>", "", main))
+    assert "Todos" in shown and "[x] t1 TODO-PARSER" in shown and "[>] t2 TODO-TESTS  (half)" in shown
+    assert "p1 Build <b>it</b>" in shown and "<b>it</b>" not in main  # the phase name is text, not markup

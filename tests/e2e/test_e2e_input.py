@@ -88,7 +88,7 @@ def test_unknown_missing_and_mistyped_commands(home, spawn):
     err({"id": "t13", "type": "set_entry_label", "label": "x"}, "set_entry_label needs 'targetId'")
     err({"id": "t14", "type": "navigate_tree", "targetId": "zz"}, "Entry zz not found")
     err({"id": "t15", "type": "set_active_tools", "toolNames": ["nope"]},
-        "Unknown tool(s): nope. Available: read, bash, edit, write, grep, find, ls, task")
+        "Unknown tool(s): nope. Available: read, bash, edit, write, grep, find, ls, task, todo_write")
     r = p.request({"id": "i1", "type": "prompt", "message": "x", "images": "nope"})
     assert r["success"] is False and r["id"] == "i1" and r["error"]
 

@@ -185,13 +185,13 @@ def test_each_on_failure_policy(home, spawn):
         "tool_execution_start", "start 2-Fix isolated", *_failed_check("2-Fix"),
         "start 2-Fix-repair isolated", "end 2-Fix-repair exit=0",
         "verify 2-Fix a2", "run 2-Fix a2 check", "ran 2-Fix a2 check exit=0", "verified 2-Fix a2 passed",
-        "end 2-Fix exit=0 verification=retried_passed", "tool_execution_end"]
+        "end 2-Fix exit=0 verification=passed", "tool_execution_end"]
     check_event_shapes(frames)
     r = _one(frames)
     assert r["id"] == "2-Fix" and r["exitCode"] == 0 and r["output"] == '"fixed out.txt"'
     v = r["verification"]
-    assert (v["status"], v["retriesUsed"], [a["status"] for a in v["attempts"]]) == (
-        "retried_passed", 1, ["failed", "passed"])
+    assert (v["status"], v["retriesUsed"], v["repaired"], [a["status"] for a in v["attempts"]]) == (
+        "passed", 1, True, ["failed", "passed"])  # the seed's statuses; "repaired" is added
     assert r["repair"] == {"id": "2-Fix-repair", "exitCode": 0}
     assert read(os.path.join(repo, "out.txt")) == "good\n"
     assert "check-report" not in read(r["patchPath"])  # what the first check run wrote stayed behind
@@ -229,3 +229,42 @@ def test_a_verification_command_past_its_timeout_is_killed_with_its_group(home, 
     assert r["error"] == "Verification failed: slow"
     assert _info(int(read(pid_file))) is None  # the background child went with the group
     assert worktrees(repo) == [repo]
+
+
+def test_a_repair_the_budget_refuses_ends_its_attempt_with_budget_exceeded(home, spawn):
+    """Seed 000's ``subagent_verification_end`` status ``budget_exceeded``: attempt 2 could not run."""
+    make_repo(home.cwd)
+    settings(home, {"isolation": {"mode": "worktree"}, "budget": {"maxSubagents": 1}})
+    p = start(spawn, home, "--no-session", "--faux-script", script(home, [
+        _batch("Fix", {"commands": [CHECK], "onFailure": "retry_once"}), {"text": "done"}],
+        {"Fix": _writes("bad\n"), "Fix-repair": [submit("never runs")]}))
+    frames = run_prompt(p)
+    assert lifecycle(frames) == [
+        "tool_execution_start", "start 0-Fix isolated", *_failed_check("0-Fix"),
+        "verified 0-Fix a2 budget_exceeded", "end 0-Fix exit=1 verification=failed", "tool_execution_end"]
+    check_event_shapes(frames)
+    r = _one(frames)
+    assert r["error"].endswith("; repair skipped") and r["verification"]["status"] == "failed"
+
+
+def test_seed_settings_example_is_enough_for_isolated_tasks(home, spawn):
+    """Seed 000's settings example (flat keys, no task.isolation.mode) lets ``isolated: true`` with ``verify``
+    run; an explicit ``task.isolation.mode: "none"`` still refuses it."""
+    repo = make_repo(home.cwd)
+    home.write_json("settings.json", {
+        "task.verification.enabled": True, "task.verification.defaultProfile": "ci",
+        "task.verification.profiles": {"ci": {"mode": "command", "commands": [CHECK], "onFailure": "return_failure"}}})
+    p = start(spawn, home, "--no-session", "--faux-script", script(home, [_batch("Seed", True), {"text": "ok"}],
+                                                                      {"Seed": _writes("good\n")}))
+    frames = run_prompt(p)
+    assert lifecycle(frames)[:2] == ["tool_execution_start", "start 0-Seed isolated"]
+    r = _one(frames)
+    assert r["exitCode"] == 0 and r["verification"]["status"] == "passed" and r["verification"]["profile"] == "ci"
+    assert read(os.path.join(repo, "out.txt")) == "good\n"
+    p.close()
+
+    home.write_json("settings.json", {"task.verification.enabled": True, "task.isolation.mode": "none"})
+    q = start(spawn, home, "--no-session", "--faux-script", script(home, [_batch("Off"), {"text": "ok"}],
+                                                                      {"Off": _writes("x\n")}, ))
+    frames = run_prompt(q)
+    assert "Task isolation is disabled" in task_result(frames)["content"][0]["text"]

@@ -118,6 +118,7 @@ class Usage(_Wire, kw_only=True):
 class UserMessage(_Wire, kw_only=True, tag_field="role", tag="user"):
     content: str | list[UserContent]
     timestamp: int = msgspec.field(default_factory=now_ms)
+    attachments: list[Any] | UnsetType = UNSET  # the legacy attachments a client sent, echoed (seeds 001/003/004)
 
 
 class AssistantMessage(_Wire, kw_only=True, tag_field="role", tag="assistant"):

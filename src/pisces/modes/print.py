@@ -11,12 +11,14 @@ processes killed, the session closed: pisces.modes.signals).
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from typing import Any
 
 from pisces.core.approval import UIApprover
 from pisces.modes import signals
 from pisces.modes.entry import open_session_or_report
+from pisces.modes.file_args import FileArgError, process_file_args, split_file_args
 from pisces.modes.rpc.output import FrameWriter
 from pisces.modes.signals import exit_code, kill_tool_processes
 
@@ -45,7 +47,16 @@ def collect_prompts(messages: list[str]) -> list[str]:
 
 
 async def _run(args: Any, json_events: bool, received: list[int]) -> int:
-    prompts = collect_prompts(args.messages)
+    file_paths, messages = split_file_args(list(args.messages))
+    prompts = collect_prompts(messages)
+    first_images: list[Any] | None = None
+    if file_paths:  # pi's @file arguments: their text (and images) go before the first message
+        try:
+            file_text, first_images = process_file_args(file_paths, os.getcwd())
+        except FileArgError as exc:
+            sys.stderr.write(f"{exc}\n")
+            return 1
+        prompts = [file_text + (prompts[0] if prompts else ""), *prompts[1:]]
     if not prompts:
         sys.stderr.write("pisces: no prompt given: pass it as an argument or pipe it on stdin\n")
         return 2
@@ -89,11 +100,11 @@ async def _run(args: Any, json_events: bool, received: list[int]) -> int:
     last_error: str | None = None
     try:
         await session.hooks.start("startup")  # extensions: no UI here, dialogs answer their defaults at once
-        for text in prompts:
+        for index, text in enumerate(prompts):
             if received:
                 break
             try:
-                await session.prompt(text, source="interactive")
+                await session.prompt(text, images=first_images if index == 0 else None, source="interactive")
             except Exception as exc:  # noqa: BLE001 - preflight failures are user errors
                 sys.stderr.write(f"pisces: {exc}\n")
                 return 1

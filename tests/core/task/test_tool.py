@@ -305,7 +305,9 @@ async def test_a_refused_repair_fails_the_task_without_a_repair_subagent(session
     assert [(e["type"], e["id"]) for e in subagent_events(s.events)] == [
         ("subagent_start", "0-Fix"), ("subagent_verification_start", "0-Fix"),
         ("subagent_verification_command_start", "0-Fix"), ("subagent_verification_command_end", "0-Fix"),
-        ("subagent_verification_end", "0-Fix"), ("subagent_end", "0-Fix")]
+        ("subagent_verification_end", "0-Fix"), ("subagent_verification_end", "0-Fix"), ("subagent_end", "0-Fix")]
+    ends = [e for e in subagent_events(s.events) if e["type"] == "subagent_verification_end"]
+    assert [(e["attempt"], e["status"]) for e in ends] == [(1, "failed"), (2, "budget_exceeded")]  # seed 000's
     r = details["results"][0]
     assert (r["exitCode"], r["error"]) == (1, "Budget exceeded (subagents); repair skipped")
     assert (r["verification"]["status"], r["verification"]["retriesUsed"]) == ("failed", 0)

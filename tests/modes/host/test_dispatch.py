@@ -119,3 +119,21 @@ async def test_a_detached_client_gets_nothing_more(host, faux):
     a.send('{"id":"p","type":"prompt","message":"hi"}')
     await a.wait_for(lambda f: f.get("type") == "agent_end")
     assert b.frames == [] and b.closed
+
+
+async def test_a_prompt_that_fails_after_its_ack_gets_a_second_response_with_its_id(host, monkeypatch):
+    """Seed 000: prompt "return[s] immediate success, then may emit a later error response with the same id"."""
+    async def accepted_then_failing(text, *, on_accepted=None, **kwargs):
+        on_accepted()
+        await asyncio.sleep(0)
+        raise RuntimeError("the run could not start: disk full")
+
+    monkeypatch.setattr(host.session, "prompt", accepted_then_failing)
+    a = FakeClient(host)
+    host.attach(a)
+    a.send('{"id":"p","type":"prompt","message":"hi"}')
+    await a.wait_for(lambda f: f.get("type") == "response" and f.get("success") is False)
+    assert a.responses() == [
+        {"id": "p", "type": "response", "command": "prompt", "success": True},
+        {"id": "p", "type": "response", "command": "prompt", "success": False,
+         "error": "the run could not start: disk full"}]

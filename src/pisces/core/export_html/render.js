@@ -499,6 +499,26 @@
     return box;
   }
 
+  // The todo list as written at this point of the session (a pisces.todos entry, docs/planning.md)
+  var TODO_MARKS = {pending: '[ ]', in_progress: '[>]', completed: '[x]', abandoned: '[-]'};
+  function renderTodos(e) {
+    var phases = isObj(e.data) && Array.isArray(e.data.phases) ? e.data.phases : [];
+    var box = card('custom', 'Todos', e.timestamp);
+    if (!phases.length) { add(box, el('div', 'note', 'The todo list is empty.')); return box; }
+    var lines = [];
+    phases.forEach(function (p) {
+      if (!isObj(p)) return;
+      lines.push(str(p.id) + ' ' + str(p.name));
+      (Array.isArray(p.tasks) ? p.tasks : []).forEach(function (t) {
+        if (!isObj(t)) return;
+        lines.push('  ' + (TODO_MARKS[t.status] || '[?]') + ' ' + str(t.id) + ' ' + str(t.content) +
+                   (t.notes ? '  (' + str(t.notes) + ')' : ''));
+      });
+    });
+    add(box, codeBlock(lines.join('\n'), null, 'todos'));
+    return box;
+  }
+
   function summaryCard(kind, label, summary, timestamp, open) {
     var box = card(kind, label, timestamp);
     var d = el('details', 'summary-text');
@@ -556,8 +576,9 @@
         return el('div', 'event', 'Thinking level: ' + str(e.thinkingLevel));
       case 'session_info':
         return e.name ? el('div', 'event', 'Session named: ' + str(e.name)) : null;
-      case 'label':
       case 'custom':
+        return e.customType === 'pisces.todos' ? renderTodos(e) : null;
+      case 'label':
         return null;
       default: {
         var d = el('details', 'event');

@@ -277,12 +277,21 @@ class ExtensionAPI:
 
     def register_provider(self, name: str, config: dict[str, Any]) -> None:
         """A provider with its models, in models.json's format (``baseUrl``, ``api``, ``apiKey``, ``models``...).
-        Queued while loading, applied at once afterwards."""
+        Queued while loading, applied at once afterwards. pi's ``streamSimple`` (a stream function of the
+        extension's own) and ``oauth`` (a login flow) are refused with a clear error: pisces providers are the
+        ``api`` kinds it implements, with an API key."""
         self._live()
+        config = dict(config or {})
+        for key, what in (("streamSimple", "a custom stream function"), ("stream_simple", "a custom stream function"),
+                          ("oauth", "an OAuth login flow")):
+            if config.get(key) is not None:
+                raise ValueError(f"register_provider {name!r}: '{key}' ({what}) is not supported by pisces; give "
+                                 "'api' (openai-completions, openai-responses, anthropic-messages, google-generative-ai"
+                                 ", faux), 'baseUrl', 'apiKey' and 'models' instead")
         if self._rt.actions is None:
-            self._rt.pending_providers.append((name, dict(config or {}), self._ext.path))
+            self._rt.pending_providers.append((name, config, self._ext.path))
         else:
-            self._rt.actions.register_provider(name, dict(config or {}))
+            self._rt.actions.register_provider(name, config)
 
     def unregister_provider(self, name: str) -> None:
         self._rt.check().unregister_provider(name)

@@ -326,7 +326,10 @@ class ExtensionHost:
                                                 "excludeFromContext": False, "cwd": cwd})
         result = pick(out, "result")
         if not isinstance(result, dict):
-            return None  # pi's "operations" (another bash backend) is not supported: the command runs as usual
+            if pick(out, "operations") is not None:  # refused rather than run on the local shell unasked
+                raise RuntimeError("a user_bash handler returned 'operations' (another shell backend), which pisces "
+                                   "does not support: return {'result': {'output', 'exitCode'}} instead")
+            return None
         data: dict[str, Any] = {"output": str(pick(result, "output", default=""))}
         code = pick(result, "exitCode", "exit_code")
         if isinstance(code, int):
@@ -360,7 +363,11 @@ class ExtensionHost:
                 event, deliver = self._queue[0]
                 kind = _kind(event)
                 if self.runner.has_handlers(kind):
-                    await self.runner.emit(self._as_event(kind, event))
+                    out = await self.runner.emit(self._as_event(kind, event))
+                    if kind == "message_end" and out is not None:  # a handler replaced the finished message:
+                        new = out["message"]  # in place, so the agent's context and the file both get it
+                        for field in new.__struct_fields__:
+                            setattr(event.message, field, getattr(new, field))
                 self._queue.popleft()
                 deliver(event)
         finally:

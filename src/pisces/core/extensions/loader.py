@@ -153,6 +153,12 @@ def import_source(source: Source) -> Callable[..., Any]:
     if source.factory is not None:
         return source.factory
     if source.module is not None:
+        scheme = source.module.split(":", 1)[0] if ":" in source.module else ""
+        if scheme in ("npm", "git", "github", "http", "https", "file") or "/" in source.module:
+            raise ImportError(f"package {source.module!r}: pi's npm:/git: package sources are not installed by pisces."
+                              " A pisces extension package is a Python package: install it (pip install ...) and "
+                              "list its import name under 'packages', or list a file or directory under "
+                              "'extensions'")
         module = importlib.import_module(source.module)
         if source.attr:
             obj: Any = module

@@ -215,6 +215,11 @@ class ExtensionRunner:
                 result = out
                 if pick(out, "cancel"):
                     return out
+            elif event_type == "message_end" and pick(out, "message") is not None:
+                try:  # pi: a message_end handler may return {message} to replace the finished message
+                    result = {"message": _replacement(event.get("message"), pick(out, "message"))}
+                except Exception as exc:  # noqa: BLE001 - reported; the message stays as it was
+                    self.emit_error(ext.path, event_type, exc, ext.kind)
         return result
 
     async def emit_tool_call(self, event: dict[str, Any]) -> Any:
@@ -344,3 +349,18 @@ class ExtensionRunner:
                     if isinstance(path, str):
                         found[key].append((path, ext.path))
         return found
+
+
+def _replacement(current: Any, replacement: Any) -> Any:
+    """A message_end handler's replacement, as a message of the same role (its role cannot change: the
+    agent's loop already acted on it as that kind of message)."""
+    from pisces.core.store import decode_message, message_role  # noqa: PLC0415 - only when a handler replaces
+
+    data = replacement if isinstance(replacement, dict) else getattr(replacement, "__dict__", replacement)
+    if not isinstance(data, dict):
+        raise ValueError("message_end: the replacement 'message' must be a message object")
+    role = message_role(current)
+    new = decode_message({"role": role, **data} if "role" not in data else data)
+    if message_role(new) != role:
+        raise ValueError(f"message_end: a replacement message must keep the role {role!r}")
+    return new

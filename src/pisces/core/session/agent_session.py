@@ -25,7 +25,7 @@ from pisces.core.session.hooks import NoHooks
 from pisces.core.session.retry import RetryPolicy
 from pisces.core.session.switching import SessionSwitching
 from pisces.core.session.ui import NoUI
-from pisces.core.store import SessionManager, convert_to_llm, list_sessions
+from pisces.core.store import MessageEntry, SessionManager, convert_to_llm, list_sessions
 from pisces.core.store.messages import CustomMessage
 from pisces.core.task.hooks import SubagentHooks
 
@@ -71,6 +71,8 @@ class AgentSession(SessionSwitching):
         self.subagents = SubagentHooks()  # the task tool's spawn gate and usage callback
         self.budget: Budget | None = None  # a pisces.core.budget.SessionBudget once a limit is set (docs/budgets.md)
         self.approval: Approval | None = None  # core/approval/session_gate.SessionApproval (docs/approval.md)
+        self.todos: Any = None  # pisces.core.planning.session_todos.SessionTodos (docs/planning.md)
+        self.ttsr: Any = None  # pisces.core.planning.ttsr.StreamRules, the stream rules (docs/planning.md)
         self.is_compacting = False
         self._run_lock = asyncio.Lock()
         self.agent = Agent(
@@ -99,6 +101,10 @@ class AgentSession(SessionSwitching):
             listener(event)
         if self.budget is not None:  # after the listeners: its own events follow the one that caused them
             self.budget.on_event(event)
+        if self.todos is not None:
+            self.todos.on_event(event)
+        if self.ttsr is not None:
+            self.ttsr.on_event(event)
 
     @property
     def ui(self) -> SessionUI:
@@ -151,10 +157,13 @@ class AgentSession(SessionSwitching):
                 self._emit_queue()
                 return
 
-    def _user_message(self, text: str, images: list[Any] | None) -> UserMessage:
+    def _user_message(self, text: str, images: list[Any] | None, attachments: list[Any] | None = None) -> UserMessage:
         if self.budget is not None:  # a spent budget refuses prompts, steering and follow-ups alike
             self.budget.admit()
-        return UserMessage(content=[TextContent(text=text), *(images or [])], timestamp=now_ms())
+        message = UserMessage(content=[TextContent(text=text), *(images or [])], timestamp=now_ms())
+        if attachments is not None:  # the legacy attachments as the client sent them (their blocks are in content)
+            message.attachments = attachments
+        return message
 
     def _refuse_command(self, text: str) -> str:
         """Extension commands cannot be queued (pi's text); otherwise the text with skills and templates expanded."""
@@ -171,15 +180,15 @@ class AgentSession(SessionSwitching):
             text = expand_skill_command(self, text)
         return expand_prompt_template(self.cwd, text, self.resources)
 
-    def steer(self, text: str, images: list[Any] | None = None) -> None:
+    def steer(self, text: str, images: list[Any] | None = None, attachments: list[Any] | None = None) -> None:
         text = self._refuse_command(text)
-        self.agent.steer(self._user_message(text, images))
+        self.agent.steer(self._user_message(text, images, attachments))
         self._steering_texts.append(text)
         self._emit_queue()
 
-    def follow_up(self, text: str, images: list[Any] | None = None) -> None:
+    def follow_up(self, text: str, images: list[Any] | None = None, attachments: list[Any] | None = None) -> None:
         text = self._refuse_command(text)
-        self.agent.follow_up(self._user_message(text, images))
+        self.agent.follow_up(self._user_message(text, images, attachments))
         self._follow_up_texts.append(text)
         self._emit_queue()
 
@@ -235,7 +244,8 @@ class AgentSession(SessionSwitching):
             raise SessionError(_no_key_error(model, self.registry))
 
     async def prompt(self, text: str, *, images: list[Any] | None = None, streaming_behavior: str | None = None,
-                     on_accepted: Callable[[], None] | None = None, source: str = "rpc", expand: bool = True) -> None:
+                     on_accepted: Callable[[], None] | None = None, source: str = "rpc", expand: bool = True,
+                     attachments: list[Any] | None = None) -> None:
         """Preflight, then ``on_accepted()``, then the run (awaited to its very end, retries included).
         An extension command (``/name args``) runs at once, even while streaming. While the agent is busy the
         message is queued per ``streaming_behavior``; without one it is refused, except during compaction or a
@@ -257,7 +267,7 @@ class AgentSession(SessionSwitching):
             if streaming_behavior is None:
                 raise SessionError(BUSY_ERROR)
             queue = self.agent.follow_up if streaming_behavior == "followUp" else self.agent.steer
-            queue(self._user_message(text, images))
+            queue(self._user_message(text, images, attachments))
             (self._follow_up_texts if streaming_behavior == "followUp" else self._steering_texts).append(text)
             self._emit_queue()
             accepted()
@@ -270,7 +280,7 @@ class AgentSession(SessionSwitching):
             await self._wait_compaction()
             self._flush_pending_bash()
             await self._before_prompt_compaction()
-            messages = [self._user_message(text, images), *self._next_turn]
+            messages = [self._user_message(text, images, attachments), *self._next_turn]
             self._next_turn = []
             extra, system_prompt = await self.hooks.before_agent_start(text, images, self._base_prompt)
             messages.extend(extra)
@@ -298,19 +308,51 @@ class AgentSession(SessionSwitching):
             self.emit(MessageEndEvent(message=message))
 
     async def _run(self, start: Callable[[], Awaitable[Any]]) -> None:
-        """One user-visible run: the agent run, then retries and compaction as the outcome asks."""
-        await start()
+        """One user-visible run: the agent run, then retries and compaction as the outcome asks, then a todo
+        reminder (docs/planning.md) when the model stopped with unfinished items."""
         while True:
-            last = self.last_assistant_message()
-            if last is None or last.stopReason != "error":
+            await start()
+            while True:
+                last = self.last_assistant_message()
+                if last is None or last.stopReason != "error":
+                    break
+                action = await self._after_error(last)
+                if action is None:
+                    break
+                await self.agent.continue_()
+            follow = self._continuation()
+            if follow is None:
                 break
-            action = await self._after_error(last)
-            if action is None:
-                break
-            await self.agent.continue_()
+
+            def start(msgs: list[Any] = follow) -> Awaitable[Any]:  # the run goes on with them
+                return self.agent.prompt(msgs)
         await self._after_run()
         await self.hooks.drain()  # extension handlers of this run's events are done, their frames written
         self.emit({"type": "agent_settled"})
+
+    def _continuation(self) -> list[Any] | None:
+        """What a stopped run continues with (docs/planning.md): a stream rule's interrupts, or a todo reminder."""
+        if self.ttsr is not None:
+            fired = self.ttsr.after_run()
+            if fired is not None:
+                interrupts, discard = fired
+                last = self.store.get_leaf_entry()
+                if discard and isinstance(last, MessageEntry) and isinstance(last.message, AssistantMessage):
+                    # the partial reply leaves the context; it stays in the file, on a branch of its own
+                    if last.parentId is None:
+                        self.store.reset_leaf()
+                    else:
+                        self.store.branch(last.parentId)
+                    if self.agent.messages and self.agent.messages[-1] is last.message:
+                        self.agent.messages.pop()
+                    else:
+                        self.agent.replace_messages(self.store.build_session_context().messages)
+                return list(interrupts)
+        if self.todos is not None:
+            reminder = self.todos.reminder(self.last_assistant_message())
+            if reminder is not None:
+                return [reminder]
+        return None
 
     async def _after_error(self, last: AssistantMessage) -> str | None:
         """Decide what follows a failed reply: overflow compaction, a retry, or nothing."""
@@ -503,6 +545,8 @@ class AgentSession(SessionSwitching):
             state["budget"] = self.budget.state()
         if self.approval is not None:
             state["approval"] = self.approval.state()
+        if self.todos is not None:
+            state["todoPhases"] = self.todos.phases
         return state
 
     def session_stats(self) -> dict[str, Any]:

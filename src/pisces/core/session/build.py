@@ -22,6 +22,10 @@ from pisces.core.config.settings import Settings
 from pisces.core.config.trust import untrusted_notice
 from pisces.core.errors import SessionConfigError, UsageError
 from pisces.core.extensions.sources import extension_sources_present
+from pisces.core.planning.session_todos import attach as attach_todos
+from pisces.core.planning.session_todos import todos_enabled
+from pisces.core.planning.todo_tool import TodoWriteTool
+from pisces.core.planning.ttsr import attach as attach_stream_rules
 from pisces.core.resources.system_prompt import build_system_prompt, default_guidelines, resolve_prompt_input
 from pisces.core.session.agent_session import AgentSession
 from pisces.core.store import SessionFileError, SessionManager, find_sessions_by_id, resolve_session_dir
@@ -204,6 +208,8 @@ def _finish(plan: _Plan) -> AgentSession:
                              backends=plan.backends)
     built: list[AgentSession] = []
     register_task_tool(all_tools, lambda: built[0], adir, plan.backends)  # not active by default: --tools ...,task
+    if todos_enabled(settings):  # not active by default either: --tools ...,todo_write (docs/planning.md)
+        all_tools["todo_write"] = TodoWriteTool(lambda: built[0].todos)
     if tools is None:
         active = list(DEFAULT_TOOL_NAMES)
     else:
@@ -249,6 +255,9 @@ def _finish(plan: _Plan) -> AgentSession:
     if plan.approval_mode is not None and plan.approval_mode not in APPROVAL_MODES:
         raise SessionConfigError(f"Invalid approval mode '{plan.approval_mode}': use yolo, write or always-ask")
     attach_approval(sess, cli_mode=plan.approval_mode)  # the approval gate (docs/approval.md)
+    if todos_enabled(settings):
+        attach_todos(sess)
+    attach_stream_rules(sess)  # the rule files are read on the first turn (docs/planning.md)
     if _has_budget_settings(settings):  # otherwise nothing of pisces.core.budget is even imported
         from pisces.core.budget import attach_from_settings  # noqa: PLC0415 - not needed at start-up
 

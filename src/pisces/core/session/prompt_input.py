@@ -7,16 +7,21 @@ from typing import Any
 from pisces.ai.types import ImageContent, TextContent
 
 
-def _image(item: Any, where: str) -> ImageContent:
+def _image(item: Any, where: str) -> Any:
     if not isinstance(item, dict):
         raise ValueError(f"{where} must be an object")
+    from pisces.core.session.image_urls import UrlImage, url_of  # noqa: PLC0415 - only with images
+
+    url = url_of(item)
+    if url is not None:  # fetched before the prompt is taken (image_urls.fetch_images)
+        return UrlImage(url, where)
     source = item.get("source")
     if isinstance(source, dict):  # {source: {type: "base64", mediaType, data}} (older docs)
         data, mime = source.get("data"), source.get("mediaType") or source.get("media_type")
     else:
         data, mime = item.get("data"), item.get("mimeType")
     if not isinstance(data, str) or not data:
-        raise ValueError(f"{where} needs base64 'data'")
+        raise ValueError(f"{where} needs base64 'data' (or a URL: source {{type:'url', url}})")
     if not isinstance(mime, str) or not mime.startswith("image/"):
         raise ValueError(f"{where} needs an image 'mimeType' such as image/png")
     return ImageContent(data=data, mimeType=mime)

@@ -64,12 +64,12 @@ class BashRunner:
             data["fullOutputPath"] = result.full_output_path
         if result.full_output_error:
             data["fullOutputError"] = result.full_output_error
+        # fullOutputPath is null when there is no full-output file, as the seeds' BashExecutionMessage has it
         message = BashExecutionMessage(command=command, output=result.output, cancelled=result.cancelled,
-                                       truncated=result.truncated, timestamp=now_ms())
+                                       truncated=result.truncated, fullOutputPath=result.full_output_path or None,
+                                       timestamp=now_ms())
         if result.exit_code is not None:
             message.exitCode = result.exit_code
-        if result.full_output_path:
-            message.fullOutputPath = result.full_output_path
         if session.store.get_session_id() == origin_id:
             session.record_bash(message)
         elif origin_file:

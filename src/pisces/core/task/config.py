@@ -59,8 +59,12 @@ class TaskConfig:
             value = get(f"verification.{key}", _MISSING)
             if value is not _MISSING:
                 verification[key] = value
+        # seed 000's settings example turns verification on and never names task.isolation.mode, while its
+        # verification only runs in isolated tasks: with task.verification.enabled and no mode set, isolated
+        # tasks run in worktrees (an explicit "none" still turns isolation off)
+        default_mode = "worktree" if verification.get("enabled") is True else "none"
         return cls(
-            isolation_mode=_str(get("isolation.mode"), "none"),
+            isolation_mode=_str(get("isolation.mode"), default_mode),
             merge_mode=_str(get("isolation.merge"), "patch"),
             max_concurrency=max(1, int(_num(get("maxConcurrency"), 32, 1))),
             max_recursion_depth=int(_num(get("maxRecursionDepth"), 2, -1)),

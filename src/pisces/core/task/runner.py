@@ -185,7 +185,8 @@ async def _verify(batch: Batch, item: TaskItem, directory: str, result: dict[str
         repair_id = f"{item.id}-repair"
         request = batch.spawn_request(repair_id, "repair")
         refusal = batch.host.hooks.ask_spawn(request)
-        if refusal is not None:
+        if refusal is not None:  # the gate is the budget's: the repair attempt stops there (seed 000's status)
+            batch.emit(events.verification_end(item.id, 2, "budget_exceeded"))
             message = f"{refusal}; repair skipped"
             result.update(exitCode=1, stderr=message, error=message,
                           verification=resolved.result("failed", attempts, 0))
@@ -210,7 +211,8 @@ async def _verify(batch: Batch, item: TaskItem, directory: str, result: dict[str
             second = await verify.run_attempt(resolved, ctx, 2)
             attempts.append(second)
             if second["status"] == "passed":
-                result["verification"] = resolved.result("retried_passed", attempts, retries)
+                # the seed's statuses: passed (retriesUsed 1 and "repaired" say it took the repair)
+                result["verification"] = {**resolved.result("passed", attempts, retries), "repaired": True}
                 return result, True, after
     result["verification"] = resolved.result("failed", attempts, retries)
     message = verify.failure_message(attempts[-1])

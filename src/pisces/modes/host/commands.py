@@ -69,10 +69,28 @@ def _images(cmd: dict[str, Any]) -> list[Any] | None:
         raise RpcError(str(exc)) from None
 
 
+def _attachments(cmd: dict[str, Any]) -> dict[str, Any]:
+    """The legacy ``attachments``, echoed on the UserMessage as sent (their images and text are its content)."""
+    attachments = cmd.get("attachments")
+    return {"attachments": attachments} if isinstance(attachments, list) and attachments else {}
+
+
+async def _fetched(images: list[Any] | None) -> list[Any] | None:
+    """Images given by URL, fetched (bounded in size and time); a failure is the command's error."""
+    from pisces.core.session.image_urls import fetch_images, has_urls  # noqa: PLC0415 - only with images
+
+    if not has_urls(images):
+        return images
+    try:
+        return await fetch_images(images)
+    except ValueError as exc:
+        raise RpcError(str(exc)) from None
+
+
 # -- prompting --------------------------------------------------------------------------------
 async def _prompt(server: Any, cmd: dict[str, Any]) -> Any:
     text = _text(cmd)
-    images = _images(cmd)
+    images = await _fetched(_images(cmd))
     behavior = _opt_str(cmd, "streamingBehavior")
     if behavior is not None and behavior not in ("steer", "followUp"):
         raise RpcError(f"Invalid streamingBehavior '{behavior}': use 'steer' or 'followUp'")
@@ -84,17 +102,18 @@ async def _prompt(server: Any, cmd: dict[str, Any]) -> Any:
         server.respond(req_id, ctype)
 
     try:
-        await server.session.prompt(text, images=images, streaming_behavior=behavior, on_accepted=on_accepted)
+        await server.session.prompt(text, images=images, streaming_behavior=behavior, on_accepted=on_accepted,
+                                    **_attachments(cmd))
     except Exception as exc:
-        if _is_budget_refusal(exc):  # seed 000's late prompt failure: the ack, then the error, same id
-            if not accepted:
-                on_accepted()
-            server.respond(req_id, ctype, error=str(exc))
-            return ANSWERED
-        if not accepted:
+        if not accepted and not _is_budget_refusal(exc):
             raise  # a preflight error is the prompt's one response
-        # already answered with success: a second response to the same id would break clients' bookkeeping
-        sys.stderr.write(f"pisces: the run of prompt {req_id!r} failed: {str(exc) or type(exc).__name__}\n")
+        # seed 000: "prompt and abort_and_prompt return immediate success, then may emit a later error
+        # response with the same id" (a spent budget, a failure once the run was accepted)
+        if not accepted:
+            on_accepted()
+        message = str(exc) or type(exc).__name__
+        sys.stderr.write(f"pisces: the run of prompt {req_id!r} failed: {message}\n")
+        server.respond(req_id, ctype, error=message)
     return ANSWERED
 
 
@@ -108,14 +127,24 @@ def h_prompt(server: Any, cmd: dict[str, Any]) -> Any:
     return _prompt(server, cmd)
 
 
-def h_steer(server: Any, cmd: dict[str, Any]) -> Any:
-    server.session.steer(_text(cmd), images=_images(cmd))
+def _queue(server: Any, cmd: dict[str, Any], method: str) -> Any:
+    text, images = _text(cmd), _images(cmd)
+    if images is not None and any(type(b).__name__ == "UrlImage" for b in images):
+        async def later() -> Any:
+            getattr(server.session, method)(text, images=await _fetched(images), **_attachments(cmd))
+            return NO_DATA
+
+        return later()
+    getattr(server.session, method)(text, images=images, **_attachments(cmd))
     return NO_DATA
+
+
+def h_steer(server: Any, cmd: dict[str, Any]) -> Any:
+    return _queue(server, cmd, "steer")
 
 
 def h_follow_up(server: Any, cmd: dict[str, Any]) -> Any:
-    server.session.follow_up(_text(cmd), images=_images(cmd))
-    return NO_DATA
+    return _queue(server, cmd, "follow_up")
 
 
 async def _abort(server: Any) -> Any:
@@ -245,6 +274,18 @@ def h_switch_session(server: Any, cmd: dict[str, Any]) -> Any:
         raise RpcError('The "paths[0]" argument must be of type string. Received '
                        + ("undefined" if path is None else _kind(path)))
     return _cancelled(server.session.switch_session(path))
+
+
+def h_rename_session(server: Any, cmd: dict[str, Any]) -> Any:
+    from pisces.core.session.session_files import rename_session  # noqa: PLC0415 - not needed at start-up
+
+    return rename_session(server.session, cmd.get("sessionPath"), cmd.get("name"))
+
+
+def h_delete_session(server: Any, cmd: dict[str, Any]) -> Any:
+    from pisces.core.session.session_files import delete_session  # noqa: PLC0415 - not needed at start-up
+
+    return delete_session(server.session, cmd.get("sessionPath"))
 
 
 def h_fork(server: Any, cmd: dict[str, Any]) -> Any:
@@ -478,6 +519,20 @@ def h_set_approval_mode(server: Any, cmd: dict[str, Any]) -> Any:
     return _set_approval_mode(_approval(server), cmd.get("mode"), persist)
 
 
+def h_set_todos(server: Any, cmd: dict[str, Any]) -> Any:
+    from pisces.core.planning.todos import TodoError  # noqa: PLC0415 - not needed at start-up
+
+    todos = getattr(server.session, "todos", None)
+    if todos is None:
+        raise RpcError("Todos are turned off in this session (setting todo.enabled is false)")
+    if "phases" not in cmd:
+        raise RpcError("set_todos needs 'phases': [{name, tasks: [{content, status?}]}]")
+    try:
+        return {"todoPhases": todos.set_phases(cmd.get("phases"))}
+    except TodoError as exc:
+        raise RpcError(f"Invalid todos: {exc}") from None
+
+
 def h_clear_queue(server: Any, cmd: dict[str, Any]) -> Any:
     steering, follow_up = server.session.clear_queue()
     return {"steering": steering, "followUp": follow_up}
@@ -537,4 +592,7 @@ COMMANDS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "add_approval_rule": h_add_approval_rule,
     "remove_approval_rule": h_remove_approval_rule,
     "set_approval_mode": h_set_approval_mode,
+    "set_todos": h_set_todos,
+    "rename_session": h_rename_session,
+    "delete_session": h_delete_session,
 }
