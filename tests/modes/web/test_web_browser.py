@@ -39,7 +39,7 @@ def shot(page, name: str) -> None:
 
 def open_ui(browser, w: WebProc, width: int = 1200, height: int = 820, mobile: bool = False, pair: bool = True):
     page = browser.new_page(width, height, mobile)
-    page.goto(w.pair_url if pair else w.base + "/")  # the printed one-time link: cookie, then the UI
+    page.goto(w.pair_url if pair else w.base + "/")  # the printed one-time link: a device secret, then the UI
     page.wait_for("document.querySelector('#conn.live') && window.PiscesApp.state.lastSeq !== null")
     return page
 
@@ -251,7 +251,9 @@ def test_queue_abort_fork_sessions_tree_and_export(browser, home):
         page.wait_for(f"!{state}.busy && document.querySelector('.msg.assistant .note') && "
                       "document.querySelector('.msg.assistant .note').textContent === 'Stopped.'")
         first_file = page.eval(f"{state}.state.sessionFile")
-        status, body = page.eval("fetch('/export').then(r => r.text().then(t => [r.status, t.slice(0, 4000)]))")
+        assert page.eval("fetch('/export').then(r => r.status)") == 401  # the browser sends nothing by itself
+        status, body = page.eval("fetch('/export', {headers: window.Pisces.authHeaders()})"
+                                 ".then(r => r.text().then(t => [r.status, t.slice(0, 4000)]))")
         assert status == 200 and "pisces session" in body
         # fork before the first message: a new session, its text back in the editor
         page.eval("document.querySelector('#prompt').value = ''")

@@ -15,22 +15,57 @@ from pisces.modes.web.server import WebServer
 
 
 def check_args(args: Any) -> str | None:
-    """The reason these flags cannot start a server, or None. A non-loopback --host needs a token."""
+    """The reason these flags cannot start a server, or None. A token on the command line is refused (every
+    local user can read ``/proc/<pid>/cmdline``); a non-loopback --host needs a token."""
+    if getattr(args, "web_token", None) is not None:
+        return ("--web-token would put the token in the process list, readable by every local user: give it "
+                "in a file (--web-token-file PATH, mode 600), in the environment (PISCES_WEB_TOKEN), or on "
+                "stdin (--web-token-file -, with --mode web)")
+    problem = read_token(args)
+    if problem is not None:
+        return problem
     token = web_token(args)
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         return f"the web token must be at least {MIN_TOKEN_CHARS} characters long"
     host = args.host or "127.0.0.1"
     if not is_loopback(host) and token is None:
-        return (f"--host {host} would serve this agent to the network: give a token with --web-token "
-                "(or PISCES_WEB_TOKEN) to start anyway")
+        return (f"--host {host} would serve this agent to the network: give a token with --web-token-file "
+                "PATH (or PISCES_WEB_TOKEN, or --web-token-file - on stdin) to start anyway")
     port = args.port
     if port is not None and not 0 <= port <= 65535:
         return f"--port {port} is not a port number (0-65535; 0 picks a free one)"
     return None
 
 
+def read_token(args: Any) -> str | None:
+    """Read ``--web-token-file`` (a path, or ``-`` for stdin) once, into ``args.web_token_value``; the reason
+    it cannot be used, or None. A file other users can read is refused, as ssh refuses such a key."""
+    path = getattr(args, "web_token_file", None)
+    if path is None or getattr(args, "web_token_value", None) is not None:
+        return None
+    if path == "-":
+        if getattr(args, "web", False):
+            return "--web-token-file -: with --mode rpc --web, stdin carries the RPC protocol; give a file path"
+        text = sys.stdin.readline(4096)
+    else:
+        try:
+            st = os.stat(path)
+            if st.st_mode & 0o077:
+                return (f"--web-token-file {path} is readable by other users (mode {st.st_mode & 0o777:o}): "
+                        f"chmod 600 {path}")
+            with open(path, encoding="utf-8") as f:
+                text = f.read(4096)
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"--web-token-file {path}: {getattr(exc, 'strerror', None) or exc}"
+    token = text.strip()
+    if not token:
+        return f"--web-token-file {path}: no token in it"
+    args.web_token_value = token
+    return None
+
+
 def web_token(args: Any) -> str | None:
-    return getattr(args, "web_token", None) or os.environ.get("PISCES_WEB_TOKEN") or None
+    return getattr(args, "web_token_value", None) or os.environ.get("PISCES_WEB_TOKEN") or None
 
 
 def host_options(session: Any) -> dict[str, Any]:

@@ -4,13 +4,16 @@ Routes (GET only):
 
     /health            {"status":"ok","clients":N}                      no token needed
     /login             the login page                                   no token needed
-    /pair?token=T      a pairing token (or the access token) -> cookie, 303 to /
-    /                  the browser UI (index.html)                      cookie or bearer token
-    /static/<file>     the UI's files; /vendor/<file> the vendored libraries
-    /export            the current session as pisces' HTML export (a download)
-    /ws                the WebSocket: one client of the host
+    /pair?token=T      a pairing token (or the access token) -> a page that stores a device secret in this
+                       origin's localStorage and goes on to /
+    /                  the browser UI (index.html)                      no token needed (the package's files)
+    /static/<file>     the UI's files; /vendor/<file> the vendored libraries   no token needed
+    /auth              {"paired": true}                                 bearer token or device secret
+    /export            the current session as pisces' HTML export       bearer token or device secret
+    /ws                the WebSocket: one client of the host            bearer token, or the device secret
+                                                                         as subprotocol pisces.device.<secret>
 
-Anything else without a valid cookie or bearer token is refused (401; ``/`` redirects to the login page).
+No cookie is set or read: a cookie goes to every port of a host, so it would reach other servers on 127.0.0.1.
 Each WebSocket message is one JSON object, the same frames as stdio: commands in; responses, events and
 requests out. ``/ws?since=N&stream=ID`` resumes after frame N of stream ID (``profile=`` sets the stream
 profile from the first frame on, ``approvals=typed`` asks for typed approval frames).
@@ -34,7 +37,7 @@ from pisces.core.export_html import ExportError, render_session
 from pisces.modes.host.encoding import DELTAS, PROFILES
 from pisces.modes.host.framing import parse_line
 from pisces.modes.host.host import Client, Host, with_seq
-from pisces.modes.web.auth import PAIRING_TTL_S, WebAuth
+from pisces.modes.web.auth import PAIRING_TTL_S, SUBPROTOCOL, WebAuth, select_subprotocol
 
 STATIC = Path(__file__).resolve().parent / "static"
 EXPORT_VENDOR = Path(__file__).resolve().parent.parent.parent / "core" / "export_html" / "vendor"
@@ -163,6 +166,7 @@ class WebServer:
     async def start(self) -> None:
         self.server = await serve(self._handle, self.bind, self.port, process_request=self._process_request,
                                   compression=None, max_size=MAX_MESSAGE, server_header=None,
+                                  subprotocols=[SUBPROTOCOL], select_subprotocol=select_subprotocol,
                                   ping_interval=20, ping_timeout=20)
         self.port = self.server.sockets[0].getsockname()[1]
         self.auth = WebAuth(port=self.port, host=self.bind, token=self._token, origins=self._origins)
@@ -198,25 +202,26 @@ class WebServer:
             secret = self.auth.pair(token)
             if secret is None:
                 return _redirect("/login?failed=1")
-            return _redirect("/", cookie=self.auth.set_cookie(secret))
-        authed = self.auth.cookie_ok(headers.get("Cookie")) or self.auth.bearer_ok(headers.get("Authorization"))
+            return await self._pair_page(secret)
+        bearer = headers.get("Authorization")
         if path == "/ws":
             origin = headers.get("Origin")
             if origin is not None and not self.auth.origin_ok(origin):
                 return _text(403, "Forbidden", "Origin not allowed\n")
-            if not authed:
+            device = self.auth.device_ok(headers.get_all("Sec-WebSocket-Protocol"))
+            if not (device or self.auth.bearer_ok(bearer)):
                 return _text(401, "Unauthorized", "Pair this browser first, or send Authorization: Bearer\n")
-            if origin is None and not self.auth.bearer_ok(headers.get("Authorization")):
+            if origin is None and not self.auth.program_ok(bearer):
                 return _text(403, "Forbidden", "A browser connection must carry its Origin\n")
             return None  # the WebSocket handshake goes on
-        if not authed:
-            if path in ("/", "/index.html"):
-                return _redirect("/login")
-            return _text(401, "Unauthorized", "Pair this browser first: open the link pisces printed\n")
+        # the UI's own files are the package's, the same for everyone: no credential needed (the login page's
+        # stylesheet included); what holds the session (/ws, /export, /auth) needs one
         if path in ("/", "/index.html"):
             return await self._file(STATIC / "index.html")
-        if path == "/export":
-            return await self._export()
+        if path in ("/export", "/auth"):
+            if not self.auth.bearer_ok(bearer):
+                return _text(401, "Unauthorized", "Pair this browser first: open the link pisces printed\n")
+            return await self._export() if path == "/export" else _json(200, {"paired": True})
         for prefix, roots in (("/static/", (STATIC,)), ("/vendor/", VENDOR_DIRS)):
             if path.startswith(prefix):
                 for root in roots:
@@ -225,6 +230,12 @@ class WebServer:
                         return await self._file(target)
                 return _text(404, "Not Found", "Not found\n")
         return _text(404, "Not Found", "Not found\n")
+
+    async def _pair_page(self, secret: str) -> Response:
+        """The page that puts ``secret`` into this origin's own storage and goes on to the UI (pair.js)."""
+        page = await self._file(STATIC / "pair.html")
+        body = page.body.replace(b"{{device}}", secret.encode())  # token_urlsafe: safe in an attribute
+        return _response(200, "OK", "text/html; charset=utf-8", body)
 
     async def _file(self, path: Path) -> Response:
         body = self._files.get(path)

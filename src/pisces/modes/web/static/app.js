@@ -20,9 +20,21 @@
     return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws?' + q;
   }
 
+  // the device secret pairing left in this origin's own storage; presented by this code only (the browser
+  // sends no cookie): in the WebSocket handshake as a subprotocol, on fetches as a bearer token
+  function device() {
+    try { return localStorage.getItem('pisces.device') || sessionStorage.getItem('pisces.device'); } catch (e) { return null; }
+  }
+  function forget() {
+    try { localStorage.removeItem('pisces.device'); sessionStorage.removeItem('pisces.device'); } catch (e) { /* gone */ }
+  }
+  P.authHeaders = function () { var d = device(); return d ? { Authorization: 'Bearer ' + d } : {}; };
+
   function connect() {
+    var secret = device();
+    if (!secret) { location.replace('/login'); return; }
     setConn('connecting', '');
-    var ws = new WebSocket(wsUrl());
+    var ws = new WebSocket(wsUrl(), ['pisces.v1', 'pisces.device.' + secret]);
     S.ws = ws;
     ws.onopen = function () { S.retryMs = 500; S.everOpen = true; setConn('live', 'live'); };
     ws.onmessage = function (ev) {
@@ -37,8 +49,8 @@
       Object.keys(S.calls).forEach(function (id) { S.calls[id].reject(new Error('disconnected')); });
       S.calls = {};
       // still paired? a restarted server forgets this browser: back to the login page
-      fetch('/static/app.css', { cache: 'no-store', credentials: 'same-origin' }).then(function (r) {
-        if (r.status === 401) { location.href = '/login'; return; }
+      fetch('/auth', { cache: 'no-store', credentials: 'omit', headers: P.authHeaders() }).then(function (r) {
+        if (r.status === 401) { forget(); location.replace('/login'); return; }
         setTimeout(connect, S.retryMs);
         S.retryMs = Math.min(S.retryMs * 2, 5000);
       }, function () { setTimeout(connect, S.retryMs); S.retryMs = Math.min(S.retryMs * 2, 5000); });

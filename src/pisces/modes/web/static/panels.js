@@ -189,7 +189,7 @@
   $('export-link').addEventListener('click', function (ev) {
     // a session only in memory has nothing to export: say so instead of downloading an error
     ev.preventDefault();
-    fetch('/export', { credentials: 'same-origin' }).then(function (r) {
+    fetch('/export', { credentials: 'omit', headers: P.authHeaders() }).then(function (r) {
       if (!r.ok) return r.text().then(function (t) { toast(t.trim(), true); });
       return r.blob().then(function (blob) {
         var a = el('a'); a.href = URL.createObjectURL(blob);
