@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 from typing import Any
 
+from pisces.ai.providers import prepare
 from pisces.modes import signals
 from pisces.modes.entry import open_session_or_report, run_and_exit, start_up_done
 from pisces.modes.host.host import Host
 from pisces.modes.web.auth import MIN_TOKEN_CHARS, is_loopback
+from pisces.modes.web.info import web_info
 from pisces.modes.web.server import WebServer
 
 
@@ -100,10 +103,25 @@ async def start_web(host: Any, args: Any, *, announce: Any) -> Any:
     if not is_loopback(bind):
         announce(f"warning: listening on {bind}:{web.port}, reachable from the network, without TLS; "
                  "only the pairing link or the token lets anyone in")
+    info = web_info(host.session)
+    where = info.get("cwdShort") or info["cwd"]
+    branch = f" (git branch {info['gitBranch']})" if info.get("gitBranch") else ""
+    announce(f"model {info.get('model') or 'none'}, in {where}{branch}")
+    if info.get("keyProblem"):
+        announce(f"warning: {info['keyProblem']}")
     announce(f"open {web.pairing_url(None)}  (a one-time link that pairs one browser)")
     if not web.auth.token_given:
         announce(f"programs: Authorization: Bearer {web.auth.token}  (on ws://.../ws)")
     return web
+
+
+def warm_up(session: Any) -> None:
+    """As stdio RPC does once idle: import the model's SDK on a thread and build the system prompt, so the
+    first prompt from a browser does not wait for them."""
+    api = getattr(session.model, "api", None)
+    if api:
+        threading.Thread(target=prepare, args=(api,), name="sdk-warm-up", daemon=True).start()
+    asyncio.get_running_loop().call_soon(session.prepare_first_prompt)
 
 
 async def _serve_web(args: Any) -> int:
@@ -126,6 +144,7 @@ async def _serve_web(args: Any) -> int:
         await host.shutdown()
         return 1
     start_up_done()
+    warm_up(session)
     try:
         await stop.wait()
     finally:

@@ -38,6 +38,7 @@ from pisces.modes.host.encoding import DELTAS, PROFILES
 from pisces.modes.host.framing import parse_line
 from pisces.modes.host.host import Client, Host, with_seq
 from pisces.modes.web.auth import PAIRING_TTL_S, SUBPROTOCOL, WebAuth, select_subprotocol
+from pisces.modes.web.info import h_web_info, lan_address
 
 STATIC = Path(__file__).resolve().parent / "static"
 EXPORT_VENDOR = Path(__file__).resolve().parent.parent.parent / "core" / "export_html" / "vendor"
@@ -152,10 +153,12 @@ class WebServer:
         self.server: Any = None
         self.clients: set[WebClient] = set()
         self._files: dict[Path, bytes] = {}
+        self.lan: str | None = None  # this machine's LAN address, when listening on every address
 
     @property
     def base_url(self) -> str:
-        name = self.bind if self.bind not in ("0.0.0.0", "::") else "127.0.0.1"
+        """The address to print: the LAN's when listening on every address (a phone can open it)."""
+        name = self.bind if self.bind not in ("0.0.0.0", "::") else (self.lan or "127.0.0.1")
         if ":" in name:
             name = f"[{name}]"
         return f"http://{name}:{self.port}/"
@@ -169,7 +172,12 @@ class WebServer:
                                   subprotocols=[SUBPROTOCOL], select_subprotocol=select_subprotocol,
                                   ping_interval=20, ping_timeout=20)
         self.port = self.server.sockets[0].getsockname()[1]
-        self.auth = WebAuth(port=self.port, host=self.bind, token=self._token, origins=self._origins)
+        origins = self._origins
+        if self.bind in ("0.0.0.0", "::"):
+            self.lan = lan_address()
+            if self.lan:  # a phone opening the printed link sends this Origin
+                origins = (*origins, f"http://{self.lan}:{self.port}")
+        self.auth = WebAuth(port=self.port, host=self.bind, token=self._token, origins=origins)
         self.host.web = self
         self.host.commands = {**self.host.commands, **WEB_COMMANDS}
 
@@ -293,7 +301,7 @@ def h_web_pair(client: Any, cmd: dict) -> Any:
     return {"url": web.base_url, "pairUrl": web.pairing_url(PAIRING_TTL_S)}
 
 
-WEB_COMMANDS = {"web_pair": h_web_pair}
+WEB_COMMANDS = {"web_pair": h_web_pair, "web_info": h_web_info}
 
 
 def safe_join(root: Path, rel: str) -> Path | None:

@@ -74,7 +74,11 @@
     var open = document.body.classList.toggle('drawer-open');
     $('menu-btn').setAttribute('aria-expanded', open ? 'true' : 'false');
   });
-  $('messages').addEventListener('click', function () { document.body.classList.remove('drawer-open'); });
+  function closeDrawer() { document.body.classList.remove('drawer-open'); $('menu-btn').setAttribute('aria-expanded', 'false'); }
+  $('messages').addEventListener('click', closeDrawer);
+  $('drawer-close').addEventListener('click', closeDrawer);
+  $('scrim').addEventListener('click', closeDrawer);
+  document.addEventListener('keydown', function (ev) { if (ev.key === 'Escape') closeDrawer(); });
   Array.prototype.forEach.call(document.querySelectorAll('.tabs button'), function (b) {
     b.addEventListener('click', function () {
       Array.prototype.forEach.call(document.querySelectorAll('.tabs button'), function (x) { x.classList.toggle('active', x === b); });
@@ -87,6 +91,13 @@
 
   var SESSIONS = [];
   function loadSessions() {
+    if (S.state && !S.state.sessionFile) {  // --no-session: this session is not saved, and the others are not shown
+      SESSIONS = [];
+      var list = $('session-list');
+      list.textContent = '';
+      add(list, el('li', 'note unsaved', 'This session is not saved (--no-session), and saved sessions are not listed.'));
+      return;
+    }
     call('list_sessions', { scope: S.sessionsAll ? 'all' : 'cwd', includeSearchText: false }).then(function (d) {
       SESSIONS = d.sessions || [];
       renderSessions();
@@ -127,8 +138,25 @@
     var parents = {};
     (function walk(nodes) { nodes.forEach(function (n) { (n.children || []).forEach(function (c) { parents[c.entry.id] = n.entry.id; }); walk(n.children || []); }); })(t.nodes || []);
     for (var id = t.leafId; id; id = parents[id]) active[id] = true;
+    // a chain of single children stays at one level; only a branch point indents (each branch in its own list)
     function build(nodes, ul) {
-      nodes.forEach(function (n) {
+      if (nodes.length > 1) {
+        nodes.forEach(function (n) { var sub = el('ul', 'branch'); add(ul, add(el('li'), sub)); chain(n, sub); });
+      } else if (nodes.length === 1) {
+        chain(nodes[0], ul);
+      }
+    }
+    function chain(first, ul) {  // iterative along a chain: a long session does not recurse per entry
+      for (var n = first; n;) {
+        addNode(n, ul);
+        var kids = n.children || [];
+        if (kids.length === 1) { n = kids[0]; continue; }
+        build(kids, ul);
+        n = null;
+      }
+    }
+    function addNode(n, ul) {
+      (function () {
         var e = n.entry;
         var li = el('li');
         var row = el('div', 'node' + (active[e.id] ? ' active' : '') + (e.id === t.leafId ? ' leaf' : ''));
@@ -149,13 +177,8 @@
           }));
         });
         if (show) add(li, row);
-        if (n.children && n.children.length) {
-          var sub = el('ul');
-          build(n.children, sub);
-          add(li, sub);
-        }
         add(ul, li);
-      });
+      })();
     }
     build(t.nodes || [], root);
   }
