@@ -124,7 +124,7 @@ def test_switches_read_their_real_state_and_no_session_lists_nothing(browser, ho
         assert state["autoRetryEnabled"] is True  # the field get_state gained
         ws.close()
         page = open_ui(browser, w)
-        page.wait_for("document.querySelectorAll('#session-list li').length === 1")
+        page.wait_for("document.querySelectorAll('#session-list li:not(.note)').length === 1")
         page.click(".tabs button[data-tab=more]")
         assert page.eval("document.querySelector('#auto-retry').checked") is True  # retry is on: the switch says so
         page.click("#auto-retry")  # off, through set_auto_retry
@@ -175,7 +175,7 @@ def test_tree_indents_only_at_branches_and_tabs_look_like_tabs(browser, home):
         assert len(active) == 1 and all(t["top"] == "0px" for t in tabs)  # no boxed buttons: an underline
         assert all(t["bottom"] == "rgba(0, 0, 0, 0)" for t in tabs if not t["active"])
         assert active[0]["bottom"] != "rgba(0, 0, 0, 0)"
-        shot(page, "tree")
+        shot(page, "tree-branches")
 
 
 def test_dark_mode_phone_header_drawer_and_deny_with_instructions(browser, home):

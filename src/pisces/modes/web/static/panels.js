@@ -120,6 +120,7 @@
       });
       add(list, li);
     });
+    if (!list.children.length) add(list, el('li', 'note unsaved', filter ? 'No session matches.' : 'No saved session in this directory yet.'));
   }
   $('session-filter').addEventListener('input', renderSessions);
   $('all-sessions').addEventListener('change', function (ev) { S.sessionsAll = ev.target.checked; loadSessions(); });
