@@ -225,3 +225,21 @@ def test_the_login_page_is_styled_without_a_credential(browser, home):
         fresh = browser.new_page(1200, 820)
         fresh.goto(w.base.replace("127.0.0.1", "localhost") + "/")
         fresh.wait_for("location.pathname === '/login'")
+
+
+@pytest.mark.skipif(shutil.which("zbarimg") is None, reason="no zbarimg here (apt-get install zbar-tools)")
+def test_pair_another_device_shows_a_qr_code_a_phone_can_scan(browser, home, tmp_path):
+    with WebProc(home, "--provider", "faux", "--no-session") as w:
+        page = open_ui(browser, w)
+        page.click(".tabs button[data-tab=more]")
+        page.click("#pair-btn")
+        page.wait_for("document.querySelector('#pair-out svg.qr')")
+        link = page.eval("document.querySelector('#pair-out code').textContent")
+        assert link.startswith(w.base + "/pair?token=")
+        path = page.screenshot(str(tmp_path / "pair.png"))
+        shot(page, "pair-qr")
+        run = subprocess.run(["zbarimg", "--quiet", "--raw", path], capture_output=True, text=True, timeout=60)
+        assert run.stdout.strip() == link  # a real reader finds the link in the page as drawn
+        other = browser.new_page(390, 844, True)  # and it pairs a second device
+        other.goto(link)
+        other.wait_for(LIVE)

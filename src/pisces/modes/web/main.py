@@ -87,6 +87,15 @@ def new_host(session: Any) -> Any:
     return Host(session, resumable=True, **host_options(session))
 
 
+def announcer(stream: Any) -> Any:
+    """``announce(text, raw="")``: a ``pisces web:`` line on ``stream`` (then ``raw`` as it is), flushed."""
+
+    def announce(text: str, raw: str = "") -> None:
+        stream.write(f"pisces web: {text}\n{raw}")
+        stream.flush()
+    return announce
+
+
 async def start_web(host: Any, args: Any, *, announce: Any) -> Any:
     """Bind and start serving ``host`` to browsers; prints where (through ``announce``). None, after saying
     why on stderr, when it cannot listen."""
@@ -109,7 +118,15 @@ async def start_web(host: Any, args: Any, *, announce: Any) -> Any:
     announce(f"model {info.get('model') or 'none'}, in {where}{branch}")
     if info.get("keyProblem"):
         announce(f"warning: {info['keyProblem']}")
-    announce(f"open {web.pairing_url(None)}  (a one-time link that pairs one browser)")
+    link = web.pairing_url(None)
+    announce(f"open {link}  (a one-time link that pairs one browser)")
+    if not is_loopback(bind):  # a phone: the same link as a QR code, drawn without the prefix
+        from pisces.modes.web.qr import terminal  # noqa: PLC0415 - only when listening on the network
+
+        try:
+            announce("or scan it with a phone:", raw="\n" + terminal(link) + "\n")
+        except ValueError:
+            pass  # a link too long for the encoder: the printed one works
     if not web.auth.token_given:
         announce(f"programs: Authorization: Bearer {web.auth.token}  (on ws://.../ws)")
     return web
@@ -139,7 +156,7 @@ async def _serve_web(args: Any) -> int:
             await session.hooks.start("startup")
         except Exception as exc:  # noqa: BLE001 - the session still serves
             sys.stderr.write(f"pisces: extension start-up failed: {exc}\n")
-    web = await start_web(host, args, announce=lambda text: print(f"pisces web: {text}", flush=True))
+    web = await start_web(host, args, announce=announcer(sys.stdout))
     if web is None:
         await host.shutdown()
         return 1

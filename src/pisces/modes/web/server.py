@@ -296,9 +296,17 @@ class WebServer:
 
 
 def h_web_pair(client: Any, cmd: dict) -> Any:
-    """A new one-time pairing link for another browser (valid ten minutes), and the UI's address."""
+    """A new one-time pairing link for another browser (valid ten minutes), its QR code, and the UI's address."""
+    from pisces.modes.web.qr import matrix  # noqa: PLC0415 - only when a link is asked for
+
     web = client.host.web
-    return {"url": web.base_url, "pairUrl": web.pairing_url(PAIRING_TTL_S)}
+    link = web.pairing_url(PAIRING_TTL_S)
+    out: dict[str, Any] = {"url": web.base_url, "pairUrl": link}
+    try:  # the same link as a QR code for a phone: rows of "1" (dark) and "0" (light), no quiet zone
+        out["qr"] = ["".join("1" if v else "0" for v in row) for row in matrix(link)]
+    except ValueError:
+        pass  # too long for the encoder: the link alone
+    return out
 
 
 WEB_COMMANDS = {"web_pair": h_web_pair, "web_info": h_web_info}

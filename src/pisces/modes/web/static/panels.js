@@ -207,9 +207,28 @@
     quietly(call('web_pair').then(function (d) {
       var out = $('pair-out');
       out.textContent = '';
-      add(out, document.createTextNode('Open this once on the other device (valid 10 minutes): '), el('code', null, d.pairUrl));
+      add(out, document.createTextNode('Open this once on the other device (valid 10 minutes), or scan it: '), el('code', null, d.pairUrl));
+      if (Array.isArray(d.qr) && d.qr.length) add(out, qrSvg(d.qr));
     }));
   });
+  // the pairing link's QR code (web_pair's rows of "1" dark / "0" light) as an SVG, 4 modules of quiet zone
+  function qrSvg(rows) {
+    var NS = 'http://www.w3.org/2000/svg', n = rows.length + 8, d = '';
+    rows.forEach(function (row, y) {
+      for (var x = 0; x < row.length; x++) if (row.charAt(x) === '1') d += 'M' + (x + 4) + ' ' + (y + 4) + 'h1v1h-1z';
+    });
+    var svg = document.createElementNS(NS, 'svg');
+    svg.setAttribute('viewBox', '0 0 ' + n + ' ' + n);
+    svg.setAttribute('class', 'qr');
+    svg.setAttribute('role', 'img');
+    svg.setAttribute('aria-label', 'QR code of the pairing link');
+    var bg = document.createElementNS(NS, 'rect');
+    bg.setAttribute('width', n); bg.setAttribute('height', n); bg.setAttribute('fill', '#fff');
+    var path = document.createElementNS(NS, 'path');
+    path.setAttribute('d', d); path.setAttribute('fill', '#000');
+    svg.appendChild(bg); svg.appendChild(path);
+    return svg;
+  }
   $('export-link').addEventListener('click', function (ev) {
     // a session only in memory has nothing to export: say so instead of downloading an error
     ev.preventDefault();
