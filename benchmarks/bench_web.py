@@ -64,6 +64,7 @@ class WebServer:
             banner += line
         self.url = re.search(r"open (http://[^/]+)/", banner).group(1).replace("http://", "ws://") + "/ws"
         self.token = re.search(r"Bearer (\S+)", banner).group(1)
+        self.pair_url = re.search(r"open (http://\S+/pair\?token=\S+)", banner).group(1)
 
     def close(self) -> None:
         try:
@@ -171,7 +172,75 @@ def measure(rounds: int, words: int, tmp: str) -> dict[int, dict[str, list[float
     return out
 
 
+# In the page: send a prompt with the Send button; the time to the user's bubble in the DOM, and to the first
+# token of the reply (the assistant's text), measured with performance.now() around the click.
+PROMPT_JS = """new Promise(resolve => {
+  const box = document.querySelector('#messages');
+  const before = document.querySelectorAll('#messages .msg.user').length;
+  const assistants = document.querySelectorAll('#messages .msg.assistant').length;
+  let bubble = null;
+  const t0 = performance.now();
+  const check = () => {
+    const now = performance.now();
+    if (bubble === null && document.querySelectorAll('#messages .msg.user').length > before) bubble = now - t0;
+    const a = document.querySelectorAll('#messages .msg.assistant .md');
+    if (bubble !== null && a.length > assistants && a[a.length - 1].textContent.length > 0) {
+      obs.disconnect(); resolve({bubble: bubble, token: now - t0});
+    }
+  };
+  const obs = new MutationObserver(check);
+  obs.observe(box, {subtree: true, childList: true, characterData: true});
+  document.querySelector('#prompt').value = %s;
+  document.querySelector('#send-btn').click();
+  check();
+})"""
+
+
+def first_prompt(rounds: int, tmp: str) -> dict[str, list[float]] | str:
+    """{metric: samples} for the first and the second prompt of a fresh server, in headless Chromium (the
+    browser tests' driver); a sentence saying why when there is no browser here."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "modes" / "web"))
+    from cdp import Chromium, find_chromium  # the tests' driver, only for this figure
+
+    if find_chromium() is None:
+        return "no chromium here (apt-get install chromium)"
+    out: dict[str, list[float]] = {}
+    browser = Chromium.launch()
+    try:
+        for _ in range(rounds):
+            server = WebServer(tmp, 40)
+            try:
+                page = browser.new_page()
+                page.goto(server.pair_url)
+                page.wait_for("document.querySelector('#conn.live') && window.PiscesApp.state.lastSeq !== null")
+                for which in ("first", "second"):
+                    page.wait_for("!window.PiscesApp.state.busy")
+                    got = page.eval(PROMPT_JS % json.dumps(f"the {which} prompt"), timeout=60)
+                    out.setdefault(f"{which}_bubble_ms", []).append(got["bubble"])
+                    out.setdefault(f"{which}_token_ms", []).append(got["token"])
+                page.send("Page.close")
+            finally:
+                server.close()
+    finally:
+        browser.close()
+    return out
+
+
 def run(cfg: Config, res: Results) -> None:
+    words = cfg.sizes.words
+    with tempfile.TemporaryDirectory(dir=cfg.tmp) as tmp:
+        cfg.log(f"web: the first prompt in headless Chromium, to the user's bubble and to the first token "
+                f"({cfg.rounds} rounds)")
+        fp = first_prompt(cfg.rounds, tmp)
+    if isinstance(fp, str):
+        res.notes.append(f"web first prompt: not measured: {fp}")
+    else:
+        res.add(Figure("web_first_prompt_bubble_ms", "web, first prompt: Send -> the user's bubble in the page "
+                       "(ratio: to the second prompt)", "ms", fp["first_bubble_ms"], ref=fp["second_bubble_ms"],
+                       ref_name="second prompt"))
+        res.add(Figure("web_first_prompt_token_ms", "web, first prompt: Send -> the reply's first token in the page "
+                       "(ratio: to the second prompt)", "ms", fp["first_token_ms"], ref=fp["second_token_ms"],
+                       ref_name="second prompt"))
     words = cfg.sizes.words
     with tempfile.TemporaryDirectory(dir=cfg.tmp) as tmp:
         cfg.log(f"web: a {words}-chunk reply fanned out to {' and '.join(map(str, CLIENTS))} WebSocket clients "

@@ -75,8 +75,12 @@ def test_web_fan_out_runs(runner, tmp_path):
     res = Results()
     run(cfg, res)
     figures = {f.key: f for f in res.figures}
-    assert {"web_fanout_1_reply_ms", "web_fanout_10_reply_ms", "web_fanout_1_server_cpu_ms",
-            "web_fanout_10_server_cpu_ms", "web_fanout_bytes_per_client"} == set(figures)
+    fan_out = {"web_fanout_1_reply_ms", "web_fanout_10_reply_ms", "web_fanout_1_server_cpu_ms",
+               "web_fanout_10_server_cpu_ms", "web_fanout_bytes_per_client"}
+    first = {"web_first_prompt_bubble_ms", "web_first_prompt_token_ms"}  # in headless Chromium, when there is one
+    assert set(figures) in (fan_out | first, fan_out), set(figures)
+    if set(figures) == fan_out:
+        assert any("first prompt: not measured" in n for n in res.notes)
     assert all(f.pisces for f in res.figures)
     per_client = figures["web_fanout_bytes_per_client"]
     assert per_client.pisces[0] > per_client.ref[0] > 0  # 60 chunks send more than 30

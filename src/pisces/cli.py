@@ -135,11 +135,14 @@ def _add_web_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--web", action="store_true",
                    help="RPC mode: also serve the browser UI on the same live session (see --mode web)")
     p.add_argument("--host", metavar="ADDR", help="web: the address to listen on (default 127.0.0.1; any "
-                   "other needs --web-token)")
+                   "other needs a token: --web-token-file or PISCES_WEB_TOKEN)")
     p.add_argument("--port", type=int, metavar="N", help="web: the port (default: a free one)")
     p.add_argument("--web-token", dest="web_token", metavar="TOKEN",
-                   help="web: the token programs send (Authorization: Bearer); default PISCES_WEB_TOKEN, "
-                        "else a random one")
+                   help="refused: a token on the command line is visible to every local user; use "
+                        "--web-token-file or PISCES_WEB_TOKEN")
+    p.add_argument("--web-token-file", dest="web_token_file", metavar="PATH",
+                   help="web: read the token programs send (Authorization: Bearer) from PATH (mode 600; '-': "
+                        "stdin, with --mode web); default PISCES_WEB_TOKEN, else a random one")
     p.add_argument("--web-origin", dest="web_origins", action="append", metavar="URL",
                    help="web: one more Origin browsers may connect from, e.g. https://box.example:8443 "
                         "behind a proxy (repeatable)")

@@ -93,5 +93,6 @@ class SessionState(TypedDict, total=False):
     sessionId: str
     sessionName: str
     autoCompactionEnabled: bool
+    autoRetryEnabled: bool
     messageCount: int
     pendingMessageCount: int

@@ -275,9 +275,23 @@ def _fsync_dir(directory: str) -> None:
 # Private directories
 # ---------------------------------------------------------------------------------------------
 def private_dir(path: str) -> str:
-    """Create ``path`` (and its parents) if needed; the last directory, when pisces creates it, gets mode
-    0700. An existing directory is left as it is."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    """Create ``path`` (and its parents) if needed; every directory pisces creates here gets mode 0700 (the
+    parents too: ``sessions/`` lists, in its entries' names, every project the user worked in). An existing
+    directory is left as it is."""
+    missing = []
+    current = os.path.abspath(path)
+    while not os.path.isdir(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(directory):
+                raise
     return path
 
 

@@ -23,13 +23,15 @@ def test_websocket_refusals(home):
     with WebProc(home, "--provider", "faux", "--no-session") as w:
         assert refused(w, token="") == 401  # no token, no cookie
         assert refused(w, token="x" * 43) == 401  # a wrong token
-        assert refused(w, cookie=f"pisces_{w.port}=forged") == 401  # a cookie this server never made
-        cookie = w.pair_cookie()
         own = f"http://127.0.0.1:{w.port}"
-        assert refused(w, cookie=cookie, origin="http://evil.example") == 403  # a bad Origin, even paired
-        assert refused(w, cookie=cookie) == 403  # a browser always sends its Origin: a bare cookie is refused
+        forged = w.device_protocols("forged-forged-forged-forged-forged-forged-123")
+        assert refused(w, token="", subprotocols=forged, origin=own) == 401  # a secret this server never made
+        device = w.device_protocols(w.pair_device())
+        assert refused(w, token="", subprotocols=device, origin="http://evil.example") == 403  # bad Origin
+        assert refused(w, token="", subprotocols=device) == 403  # a browser always sends its Origin
         assert refused(w, origin="http://evil.example") == 403  # and the token does not excuse a bad Origin
-        ok = w.ws(cookie=cookie, origin=own)  # the paired browser
+        ok = w.ws(token="", subprotocols=device, origin=own)  # the paired browser
+        assert ok.subprotocol == "pisces.v1"  # the server never echoes the secret one
         assert w.recv(ok)["type"] == "snapshot"
         ok.close()
         ok = w.ws(origin=f"http://localhost:{w.port}")  # the token, from an allowed origin
@@ -42,12 +44,15 @@ def test_http_refusals_and_what_is_open(home):
         assert w.http("/health")[0] == 200
         status, _, body = w.http("/login")
         assert status == 200 and b"pair" in body
-        status, headers, _ = w.http("/")
-        assert status == 303 and headers["location"] == "/login"
-        for path in ("/static/app.js", "/vendor/marked.umd.js", "/export", "/anything"):
+        # the UI's files are the package's own, the same for everyone: open (the login page needs its CSS)
+        for path in ("/", "/static/app.js", "/static/login.css", "/vendor/marked.umd.js"):
+            assert w.http(path)[0] == 200, path
+        for path in ("/export", "/auth"):  # what holds the session needs the token or a device secret
             assert w.http(path)[0] == 401, path
             assert w.http(path, {"Authorization": "Bearer wrong-token-wrong-token"})[0] == 401, path
+        assert w.http("/anything")[0] == 404
         auth = {"Authorization": f"Bearer {w.token}"}
+        assert w.http("/auth", auth)[0] == 200
         status, headers, body = w.http("/static/app.js", auth)
         assert status == 200 and headers["content-type"].startswith("text/javascript")
         assert "script-src 'self'" in headers["content-security-policy"]
@@ -78,12 +83,16 @@ def test_non_loopback_host_needs_a_token(home):
     run = subprocess.run([*PISCES, "--mode", "web", "--provider", "faux", "--host", "0.0.0.0", "--no-session"],
                          capture_output=True, text=True, env=home.env(), cwd=home.cwd, timeout=60)
     assert run.returncode == 2
-    assert "--host 0.0.0.0 would serve this agent to the network" in run.stderr and "--web-token" in run.stderr
-    run = subprocess.run([*PISCES, "--mode", "web", "--provider", "faux", "--web-token", "short"],
-                         capture_output=True, text=True, env=home.env(), cwd=home.cwd, timeout=60)
+    assert "--host 0.0.0.0 would serve this agent to the network" in run.stderr
+    assert "--web-token-file" in run.stderr
+    run = subprocess.run([*PISCES, "--mode", "web", "--provider", "faux"], capture_output=True, text=True,
+                         env=home.env(PISCES_WEB_TOKEN="short"), cwd=home.cwd, timeout=60)
     assert run.returncode == 2 and "at least 16 characters" in run.stderr
     token = "a-long-enough-token-for-tests"
-    with WebProc(home, "--provider", "faux", "--no-session", "--host", "0.0.0.0", "--web-token", token) as w:
+    path = os.path.join(home.cwd, "..", "token")
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write(token)
+    with WebProc(home, "--provider", "faux", "--no-session", "--host", "0.0.0.0", "--web-token-file", path) as w:
         assert "warning: listening on 0.0.0.0" in w.output and "reachable from the network" in w.output
         assert "Bearer" not in w.output  # a token the user gave is never printed
         ws = w.ws(token=token)  # (connected through 127.0.0.1 only)

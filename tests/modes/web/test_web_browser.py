@@ -39,7 +39,7 @@ def shot(page, name: str) -> None:
 
 def open_ui(browser, w: WebProc, width: int = 1200, height: int = 820, mobile: bool = False, pair: bool = True):
     page = browser.new_page(width, height, mobile)
-    page.goto(w.pair_url if pair else w.base + "/")  # the printed one-time link: cookie, then the UI
+    page.goto(w.pair_url if pair else w.base + "/")  # the printed one-time link: a device secret, then the UI
     page.wait_for("document.querySelector('#conn.live') && window.PiscesApp.state.lastSeq !== null")
     return page
 
@@ -69,7 +69,7 @@ def test_a_prompt_streams_and_renders(browser, home):
         assert got == {"h2": "Plan", "strong": "the", "code": "def add(a, b):\n    return a + b\n", "hl": True,
                        "table": 2, "thinking": "Consider the request carefully.", "user": "Write an add function"}
         page.wait_for("document.querySelector('#usage').textContent.includes('$')")
-        page.wait_for("document.querySelectorAll('#session-list li').length === 1")  # the session file now exists
+        page.wait_for("document.querySelectorAll('#session-list li:not(.note)').length === 1")  # the session file now exists
         shot(page, "conversation")
         phone = open_ui(browser, w, 390, 844, mobile=True, pair=False)  # a second tab on the same session
         phone.wait_for("document.querySelector('.msg.assistant .md h2')")
@@ -100,6 +100,8 @@ def test_a_tool_card_shows_the_edit_as_a_diff(browser, home):
                     name: document.querySelector('.tool.done .name').textContent};
         })()""")
         assert diff["name"] == "edit"
+        shown = page.eval("[...document.querySelectorAll('.tool.done pre.diff')].filter(e => e.offsetParent !== null).length")
+        assert shown == 1  # the change once: the result's numbered diff, not the arguments' old/new text again
         assert any("return a + b" in line for line in diff["add"]) and any("return a - b" in line for line in diff["del"])
         with open(os.path.join(home.cwd, "calc.py")) as f:
             assert "a + b" in f.read()
@@ -251,7 +253,9 @@ def test_queue_abort_fork_sessions_tree_and_export(browser, home):
         page.wait_for(f"!{state}.busy && document.querySelector('.msg.assistant .note') && "
                       "document.querySelector('.msg.assistant .note').textContent === 'Stopped.'")
         first_file = page.eval(f"{state}.state.sessionFile")
-        status, body = page.eval("fetch('/export').then(r => r.text().then(t => [r.status, t.slice(0, 4000)]))")
+        assert page.eval("fetch('/export').then(r => r.status)") == 401  # the browser sends nothing by itself
+        status, body = page.eval("fetch('/export', {headers: window.Pisces.authHeaders()})"
+                                 ".then(r => r.text().then(t => [r.status, t.slice(0, 4000)]))")
         assert status == 200 and "pisces session" in body
         # fork before the first message: a new session, its text back in the editor
         page.eval("document.querySelector('#prompt').value = ''")
@@ -260,7 +264,7 @@ def test_queue_abort_fork_sessions_tree_and_export(browser, home):
                       "document.querySelector('#prompt').value === 'one'")
         page.wait_for("document.querySelectorAll('#messages .msg').length === 0")
         send_prompt(page, "one, again")
-        page.wait_for(f"!{state}.busy && document.querySelectorAll('#session-list li').length === 2")
+        page.wait_for(f"!{state}.busy && document.querySelectorAll('#session-list li:not(.note)').length === 2")
         # switch back to the first session from the list
         page.click("#session-list li:not(.current)")
         page.wait_for(f"{state}.state.sessionFile === {json.dumps(first_file)} && "

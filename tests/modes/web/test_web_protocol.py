@@ -251,14 +251,12 @@ def test_bad_frames_get_errors_and_the_connection_lives(home):
 
 def test_web_pair_link_works_once(home):
     with WebProc(home, "--provider", "faux", "--no-session") as w:
-        cookie = w.pair_cookie()
-        assert cookie.startswith(f"pisces_{w.port}=")
+        secret = w.pair_device()
         status, headers, _ = w.http(w.pair_url[len(w.base):])
         assert status == 303 and headers["location"] == "/login?failed=1"  # used up
         status, _, body = w.http("/login?failed=1")
         assert status == 200 and b'class="failed"' in body and b'class="failed" hidden' not in body
-        status, _, body = w.http("/", {"Cookie": cookie})
-        assert status == 200 and b"/static/app.js" in body
+        assert w.http("/auth", {"Authorization": f"Bearer {secret}"})[0] == 200
 
 
 def test_approvals_reach_every_client_in_its_form_and_the_first_answer_wins(home):

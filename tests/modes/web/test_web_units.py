@@ -58,13 +58,14 @@ def test_pairing_tokens_work_once_and_expire():
     auth = WebAuth(port=8000, host="127.0.0.1", token="t" * 32, clock=lambda: now[0])
     once = auth.new_pairing(None)
     secret = auth.pair(once)
-    assert secret and auth.cookie_ok(f"other=1; pisces_8000={secret}")
+    assert secret and auth.device_ok([f"pisces.v1, pisces.device.{secret}"]) and auth.bearer_ok(f"Bearer {secret}")
+    assert not auth.program_ok(f"Bearer {secret}")  # a browser's secret: its connection must carry an Origin
     assert auth.pair(once) is None  # used up
     minted = auth.new_pairing(600)
     now[0] += 601
     assert auth.pair(minted) is None  # expired
     assert auth.pair("t" * 32) is not None and auth.pair("t" * 32) is not None  # the access token is not used up
-    assert not auth.cookie_ok("pisces_8000=forged") and not auth.cookie_ok(None)
+    assert not auth.device_ok(["pisces.device.forged"]) and not auth.device_ok([]) and not auth.device_ok([secret])
     assert auth.bearer_ok("Bearer " + "t" * 32) and not auth.bearer_ok("Bearer " + "t" * 31) and not auth.bearer_ok(None)
 
 

@@ -37,6 +37,7 @@ class WebProc:
         self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   env={**home.env(), **(env or {})}, cwd=home.cwd, start_new_session=True)
         self.rpc = rpc
+        self._env = env
         self.lines: list[str] = []  # the announcement lines ("pisces web: ...")
         self._err = bytearray()
         self._cond = threading.Condition()
@@ -83,9 +84,10 @@ class WebProc:
                 text = "".join(self.lines)
                 m = re.search(r"open (http://\S+/pair\?token=\S+)", text)
                 t = re.search(r"Bearer (\S+)", text)
-                if m and (t or "--web-token" in " ".join(self.p.args) or "PISCES_WEB_TOKEN" in text):
+                given = "--web-token" in " ".join(self.p.args) or "PISCES_WEB_TOKEN" in (self._env or {})
+                if m and (t or given):
                     self.pair_url = m.group(1)
-                    self.token = t.group(1) if t else ""
+                    self.token = t.group(1) if t and not given else ""
                     self.base = self.pair_url.split("/pair?")[0]
                     return
                 if self.p.poll() is not None:
@@ -120,7 +122,7 @@ class WebProc:
 
     # -- WebSocket --------------------------------------------------------------------------------------
     def ws(self, query: str = "", *, token: str | None = None, origin: str | None = None,
-           cookie: str | None = None) -> ClientConnection:
+           cookie: str | None = None, subprotocols: list[str] | None = None) -> ClientConnection:
         headers = {}
         if token is None and cookie is None:
             token = self.token
@@ -130,6 +132,7 @@ class WebProc:
             headers["Cookie"] = cookie
         url = self.base.replace("http://", "ws://") + "/ws" + (f"?{query}" if query else "")
         return connect(url, additional_headers=headers, origin=origin, max_size=None, open_timeout=30,
+                       subprotocols=subprotocols,
                        compression=None, legacy=True,
                        max_queue=None)  # a test that reads only some frames must still be able to close
 
@@ -186,11 +189,18 @@ class WebProc:
         finally:
             conn.close()
 
-    def pair_cookie(self) -> str:
-        """Use the printed pairing link: the cookie it sets ("name=value")."""
-        status, headers, _ = self.http(self.pair_url[len(self.base):])
-        assert status == 303, status
-        return headers["set-cookie"].split(";")[0]
+    def pair_device(self) -> str:
+        """Use the printed pairing link as a browser would: the device secret its page stores (no cookie)."""
+        status, headers, body = self.http(self.pair_url[len(self.base):])
+        assert status == 200 and "set-cookie" not in headers, (status, headers)
+        m = re.search(rb'name="pisces-device" content="([A-Za-z0-9_-]+)"', body)
+        assert m, body[:500]
+        return m.group(1).decode()
+
+    @staticmethod
+    def device_protocols(secret: str) -> list[str]:
+        """The subprotocols a paired page offers in its WebSocket handshake (app.js)."""
+        return ["pisces.v1", f"pisces.device.{secret}"]
 
     # -- end ----------------------------------------------------------------------------------------------
     def close(self) -> int:

@@ -12,6 +12,8 @@ import json
 import os
 import sys
 
+from pisces.core.safe_open import private_dir
+
 
 def _dirs() -> list[str]:
     return [p for p in dict.fromkeys(sys.path) if p and os.path.isdir(p)]
@@ -91,9 +93,9 @@ def entry_points(group: str, agent_dir: str) -> list[list[str]]:
     key = cache_key()
     groups = scan()
     try:
-        os.makedirs(os.path.dirname(_cache_path(agent_dir)), exist_ok=True)
+        private_dir(os.path.dirname(_cache_path(agent_dir)))
         tmp = _cache_path(agent_dir) + f".{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as f:
             json.dump({"key": key, "groups": {group: groups.get(group, [])}}, f)
         os.replace(tmp, _cache_path(agent_dir))
     except OSError:

@@ -537,6 +537,7 @@ class AgentSession(SessionSwitching):
             **self._identity(),
         }
         state["autoCompactionEnabled"] = self.settings.compaction_enabled
+        state["autoRetryEnabled"] = self.settings.retry_enabled
         state["messageCount"] = len(self.agent.messages)
         state["pendingMessageCount"] = self.pending_count
         state["queuedMessageCount"] = self.pending_count

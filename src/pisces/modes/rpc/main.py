@@ -19,11 +19,11 @@ async def _serve(args: Any, writer: FrameWriter) -> int:
     writer.profile = getattr(args, "stream_profile", None) or writer.profile
     web = host = None
     if getattr(args, "web", False):  # browsers on the same live session (pisces.modes.web)
-        from pisces.modes.web.main import new_host, start_web  # noqa: PLC0415 - not needed at start-up
+        from pisces.modes.web.main import announcer, new_host, start_web  # noqa: PLC0415 - not needed at start-up
 
         host = new_host(session)
         writer.start_thread()  # beside browsers, a stdio peer that stops reading must not hold up the loop
-        web = await start_web(host, args, announce=lambda text: sys.stderr.write(f"pisces web: {text}\n"))
+        web = await start_web(host, args, announce=announcer(sys.stderr))
         if web is None:
             return 1
 

@@ -1,11 +1,15 @@
-"""Who may use the web mode: pairing links, the browser cookie, the token for other clients, Origin and Host.
+"""Who may use the web mode: pairing links, the browser's device secret, the token for programs, Origin and Host.
 
-- A **pairing token** is good for one use: ``/pair?token=…`` trades it for a cookie and a redirect to ``/``.
-  The first is printed at start-up; a paired client can mint more (``web_pair``), which expire after ten
-  minutes unused.
-- The **cookie** (``pisces_<port>``, HttpOnly, SameSite=Strict, Path=/) holds a random secret the server
-  made at pairing. It is valid for this process only.
-- The **access token** (``--web-token``, ``PISCES_WEB_TOKEN``, else a random one) is for programs:
+- A **pairing token** is good for one use: ``/pair?token=…`` trades it for a device secret (in a page that
+  stores it in the origin's own ``localStorage``). The first is printed at start-up; a paired client can mint
+  more (``web_pair``), which expire after ten minutes unused.
+- The **device secret** is bound to the origin (scheme, host and port): the browser keeps it in the storage
+  of ``http://<host>:<port>`` only, and the page presents it itself, in the WebSocket handshake as the
+  subprotocol ``pisces.device.<secret>`` (beside ``pisces.v1``, the one the server selects) or as
+  ``Authorization: Bearer <secret>`` on a fetch. Nothing is sent by the browser on its own: there is no
+  cookie (cookies are not isolated by port: every server on 127.0.0.1 would receive it). Valid for this
+  process only.
+- The **access token** (``--web-token-file``, ``PISCES_WEB_TOKEN``, else a random one) is for programs:
   ``Authorization: Bearer <token>`` on any request, the WebSocket upgrade included. It also works as a
   pairing token on the login page, without being used up.
 - A browser's WebSocket must come from an allowed **Origin** (this server's own addresses, plus
@@ -19,13 +23,17 @@ from __future__ import annotations
 import hmac
 import secrets
 import time
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
+
+from websockets.typing import Subprotocol
 
 PAIRING_TTL_S = 600.0  # a minted pairing link unused for this long is gone
 MAX_PAIRINGS = 16  # outstanding pairing links; the oldest go first
-MAX_COOKIES = 256  # paired browsers; the oldest go first
+MAX_DEVICES = 256  # paired browsers; the oldest go first
 MIN_TOKEN_CHARS = 16
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+SUBPROTOCOL = "pisces.v1"  # the one the server selects when a browser offers it
+DEVICE_PREFIX = "pisces.device."  # + the device secret: the other subprotocol a paired page offers
 
 
 def is_loopback(host: str) -> bool:
@@ -55,8 +63,7 @@ class WebAuth:
         self.token_given = token is not None
         self._clock = clock
         self._pairings: dict[str, float | None] = {}  # token -> expiry (None: until used)
-        self._cookies: list[str] = []
-        self.cookie_name = f"pisces_{port}"
+        self._devices: list[str] = []
         names = list(LOOPBACK_NAMES)
         if not is_loopback(host) and host not in ("0.0.0.0", "::"):
             names.append(f"[{host}]" if ":" in host else host)
@@ -74,7 +81,7 @@ class WebAuth:
         return token
 
     def pair(self, candidate: str) -> str | None:
-        """A new cookie secret when ``candidate`` is an unused, unexpired pairing token (used up now) or the
+        """A new device secret when ``candidate`` is an unused, unexpired pairing token (used up now) or the
         access token; None otherwise."""
         now = self._clock()
         for token, expiry in list(self._pairings.items()):
@@ -89,16 +96,30 @@ class WebAuth:
         elif not _same(candidate, self.token):
             return None
         secret = secrets.token_urlsafe(32)
-        self._cookies.append(secret)
-        del self._cookies[:-MAX_COOKIES]
+        self._devices.append(secret)
+        del self._devices[:-MAX_DEVICES]
         return secret
 
     # -- checks ------------------------------------------------------------------------------------
-    def cookie_ok(self, cookie_header: str | None) -> bool:
-        value = _cookie_value(cookie_header, self.cookie_name)
-        return value is not None and _any_same(value, self._cookies)
+    def device_ok(self, protocols: Iterable[str]) -> bool:
+        """Whether the ``Sec-WebSocket-Protocol`` values offer ``pisces.device.<secret>`` of a paired browser."""
+        found = False
+        for header in protocols:
+            for offered in header.split(","):
+                offered = offered.strip()
+                if offered.startswith(DEVICE_PREFIX):
+                    found |= _any_same(offered[len(DEVICE_PREFIX):], self._devices)
+        return found
 
     def bearer_ok(self, authorization: str | None) -> bool:
+        """The access token, or a paired browser's device secret (the page's own fetches send it)."""
+        if not authorization or not authorization[:7].lower() == "bearer ":
+            return False
+        value = authorization[7:].strip()
+        return _same(value, self.token) | _any_same(value, self._devices)
+
+    def program_ok(self, authorization: str | None) -> bool:
+        """The access token itself (a program: it may connect without an Origin)."""
         if not authorization or not authorization[:7].lower() == "bearer ":
             return False
         return _same(authorization[7:].strip(), self.token)
@@ -112,15 +133,7 @@ class WebAuth:
             return True
         return host_header is not None and host_header.lower() in self.hosts
 
-    def set_cookie(self, secret: str) -> str:
-        return f"{self.cookie_name}={secret}; HttpOnly; SameSite=Strict; Path=/; Max-Age=604800"
 
-
-def _cookie_value(header: str | None, name: str) -> str | None:
-    if not header:
-        return None
-    for part in header.split(";"):
-        key, _, value = part.strip().partition("=")
-        if key == name:
-            return value
-    return None
+def select_subprotocol(_conn: Any, offered: Sequence[Subprotocol]) -> Subprotocol | None:
+    """The subprotocol the server answers: ``pisces.v1`` when offered (never the secret one), else none."""
+    return Subprotocol(SUBPROTOCOL) if SUBPROTOCOL in offered else None

@@ -5,32 +5,70 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 from typing import Any
 
+from pisces.ai.providers import prepare
 from pisces.modes import signals
 from pisces.modes.entry import open_session_or_report, run_and_exit, start_up_done
 from pisces.modes.host.host import Host
 from pisces.modes.web.auth import MIN_TOKEN_CHARS, is_loopback
+from pisces.modes.web.info import web_info
 from pisces.modes.web.server import WebServer
 
 
 def check_args(args: Any) -> str | None:
-    """The reason these flags cannot start a server, or None. A non-loopback --host needs a token."""
+    """The reason these flags cannot start a server, or None. A token on the command line is refused (every
+    local user can read ``/proc/<pid>/cmdline``); a non-loopback --host needs a token."""
+    if getattr(args, "web_token", None) is not None:
+        return ("--web-token would put the token in the process list, readable by every local user: give it "
+                "in a file (--web-token-file PATH, mode 600), in the environment (PISCES_WEB_TOKEN), or on "
+                "stdin (--web-token-file -, with --mode web)")
+    problem = read_token(args)
+    if problem is not None:
+        return problem
     token = web_token(args)
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         return f"the web token must be at least {MIN_TOKEN_CHARS} characters long"
     host = args.host or "127.0.0.1"
     if not is_loopback(host) and token is None:
-        return (f"--host {host} would serve this agent to the network: give a token with --web-token "
-                "(or PISCES_WEB_TOKEN) to start anyway")
+        return (f"--host {host} would serve this agent to the network: give a token with --web-token-file "
+                "PATH (or PISCES_WEB_TOKEN, or --web-token-file - on stdin) to start anyway")
     port = args.port
     if port is not None and not 0 <= port <= 65535:
         return f"--port {port} is not a port number (0-65535; 0 picks a free one)"
     return None
 
 
+def read_token(args: Any) -> str | None:
+    """Read ``--web-token-file`` (a path, or ``-`` for stdin) once, into ``args.web_token_value``; the reason
+    it cannot be used, or None. A file other users can read is refused, as ssh refuses such a key."""
+    path = getattr(args, "web_token_file", None)
+    if path is None or getattr(args, "web_token_value", None) is not None:
+        return None
+    if path == "-":
+        if getattr(args, "web", False):
+            return "--web-token-file -: with --mode rpc --web, stdin carries the RPC protocol; give a file path"
+        text = sys.stdin.readline(4096)
+    else:
+        try:
+            st = os.stat(path)
+            if st.st_mode & 0o077:
+                return (f"--web-token-file {path} is readable by other users (mode {st.st_mode & 0o777:o}): "
+                        f"chmod 600 {path}")
+            with open(path, encoding="utf-8") as f:
+                text = f.read(4096)
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"--web-token-file {path}: {getattr(exc, 'strerror', None) or exc}"
+    token = text.strip()
+    if not token:
+        return f"--web-token-file {path}: no token in it"
+    args.web_token_value = token
+    return None
+
+
 def web_token(args: Any) -> str | None:
-    return getattr(args, "web_token", None) or os.environ.get("PISCES_WEB_TOKEN") or None
+    return getattr(args, "web_token_value", None) or os.environ.get("PISCES_WEB_TOKEN") or None
 
 
 def host_options(session: Any) -> dict[str, Any]:
@@ -49,6 +87,15 @@ def new_host(session: Any) -> Any:
     return Host(session, resumable=True, **host_options(session))
 
 
+def announcer(stream: Any) -> Any:
+    """``announce(text, raw="")``: a ``pisces web:`` line on ``stream`` (then ``raw`` as it is), flushed."""
+
+    def announce(text: str, raw: str = "") -> None:
+        stream.write(f"pisces web: {text}\n{raw}")
+        stream.flush()
+    return announce
+
+
 async def start_web(host: Any, args: Any, *, announce: Any) -> Any:
     """Bind and start serving ``host`` to browsers; prints where (through ``announce``). None, after saying
     why on stderr, when it cannot listen."""
@@ -65,11 +112,34 @@ async def start_web(host: Any, args: Any, *, announce: Any) -> Any:
     if not is_loopback(bind):
         announce(f"warning: listening on {bind}:{web.port}, reachable from the network, without TLS; "
                  "only the pairing link or the token lets anyone in")
-    announce(f"open {web.pairing_url(None)}  (a one-time link that pairs one browser)")
+    info = web_info(host.session)
+    where = info.get("cwdShort") or info["cwd"]
+    branch = f" (git branch {info['gitBranch']})" if info.get("gitBranch") else ""
+    announce(f"model {info.get('model') or 'none'}, in {where}{branch}")
+    if info.get("keyProblem"):
+        announce(f"warning: {info['keyProblem']}")
+    link = web.pairing_url(None)
+    announce(f"open {link}  (a one-time link that pairs one browser)")
+    if not is_loopback(bind):  # a phone: the same link as a QR code, drawn without the prefix
+        from pisces.modes.web.qr import terminal  # noqa: PLC0415 - only when listening on the network
+
+        try:
+            announce("or scan it with a phone:", raw="\n" + terminal(link) + "\n")
+        except ValueError:
+            pass  # a link too long for the encoder: the printed one works
     auth = web.require_auth()
     if not auth.token_given:
         announce(f"programs: Authorization: Bearer {auth.token}  (on ws://.../ws)")
     return web
+
+
+def warm_up(session: Any) -> None:
+    """As stdio RPC does once idle: import the model's SDK on a thread and build the system prompt, so the
+    first prompt from a browser does not wait for them."""
+    api = getattr(session.model, "api", None)
+    if api:
+        threading.Thread(target=prepare, args=(api,), name="sdk-warm-up", daemon=True).start()
+    asyncio.get_running_loop().call_soon(session.prepare_first_prompt)
 
 
 async def _serve_web(args: Any) -> int:
@@ -92,11 +162,12 @@ async def _serve_web(args: Any) -> int:
             await session.hooks.start("startup")
         except Exception as exc:  # noqa: BLE001 - the session still serves
             sys.stderr.write(f"pisces: extension start-up failed: {exc}\n")
-    web = await start_web(host, args, announce=lambda text: print(f"pisces web: {text}", flush=True))
+    web = await start_web(host, args, announce=announcer(sys.stdout))
     if web is None:
         await host.shutdown()
         return 1
     start_up_done()
+    warm_up(session)
     try:
         await stop.wait()
     finally:

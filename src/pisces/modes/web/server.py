@@ -4,13 +4,16 @@ Routes (GET only):
 
     /health            {"status":"ok","clients":N}                      no token needed
     /login             the login page                                   no token needed
-    /pair?token=T      a pairing token (or the access token) -> cookie, 303 to /
-    /                  the browser UI (index.html)                      cookie or bearer token
-    /static/<file>     the UI's files; /vendor/<file> the vendored libraries
-    /export            the current session as pisces' HTML export (a download)
-    /ws                the WebSocket: one client of the host
+    /pair?token=T      a pairing token (or the access token) -> a page that stores a device secret in this
+                       origin's localStorage and goes on to /
+    /                  the browser UI (index.html)                      no token needed (the package's files)
+    /static/<file>     the UI's files; /vendor/<file> the vendored libraries   no token needed
+    /auth              {"paired": true}                                 bearer token or device secret
+    /export            the current session as pisces' HTML export       bearer token or device secret
+    /ws                the WebSocket: one client of the host            bearer token, or the device secret
+                                                                         as subprotocol pisces.device.<secret>
 
-Anything else without a valid cookie or bearer token is refused (401; ``/`` redirects to the login page).
+No cookie is set or read: a cookie goes to every port of a host, so it would reach other servers on 127.0.0.1.
 Each WebSocket message is one JSON object, the same frames as stdio: commands in; responses, events and
 requests out. ``/ws?since=N&stream=ID`` resumes after frame N of stream ID (``profile=`` sets the stream
 profile from the first frame on, ``approvals=typed`` asks for typed approval frames).
@@ -29,12 +32,14 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
+from websockets.typing import Subprotocol
 
 from pisces.core.export_html import ExportError, render_session
 from pisces.modes.host.encoding import DELTAS, PROFILES
 from pisces.modes.host.framing import parse_line
 from pisces.modes.host.host import Client, Host, with_seq
-from pisces.modes.web.auth import PAIRING_TTL_S, WebAuth
+from pisces.modes.web.auth import PAIRING_TTL_S, SUBPROTOCOL, WebAuth, select_subprotocol
+from pisces.modes.web.info import h_web_info, lan_address
 
 STATIC = Path(__file__).resolve().parent / "static"
 EXPORT_VENDOR = Path(__file__).resolve().parent.parent.parent / "core" / "export_html" / "vendor"
@@ -149,10 +154,12 @@ class WebServer:
         self.server: Any = None
         self.clients: set[WebClient] = set()
         self._files: dict[Path, bytes] = {}
+        self.lan: str | None = None  # this machine's LAN address, when listening on every address
 
     @property
     def base_url(self) -> str:
-        name = self.bind if self.bind not in ("0.0.0.0", "::") else "127.0.0.1"
+        """The address to print: the LAN's when listening on every address (a phone can open it)."""
+        name = self.bind if self.bind not in ("0.0.0.0", "::") else (self.lan or "127.0.0.1")
         if ":" in name:
             name = f"[{name}]"
         return f"http://{name}:{self.port}/"
@@ -169,9 +176,15 @@ class WebServer:
     async def start(self) -> None:
         self.server = await serve(self._handle, self.bind, self.port, process_request=self._process_request,
                                   compression=None, max_size=MAX_MESSAGE, server_header=None,
+                                  subprotocols=[Subprotocol(SUBPROTOCOL)], select_subprotocol=select_subprotocol,
                                   ping_interval=20, ping_timeout=20)
         self.port = self.server.sockets[0].getsockname()[1]
-        self.auth = WebAuth(port=self.port, host=self.bind, token=self._token, origins=self._origins)
+        origins = self._origins
+        if self.bind in ("0.0.0.0", "::"):
+            self.lan = lan_address()
+            if self.lan:  # a phone opening the printed link sends this Origin
+                origins = (*origins, f"http://{self.lan}:{self.port}")
+        self.auth = WebAuth(port=self.port, host=self.bind, token=self._token, origins=origins)
         self.host.web = self
         self.host.commands = {**self.host.commands, **WEB_COMMANDS}
 
@@ -205,25 +218,26 @@ class WebServer:
             secret = auth.pair(token)
             if secret is None:
                 return _redirect("/login?failed=1")
-            return _redirect("/", cookie=auth.set_cookie(secret))
-        authed = auth.cookie_ok(headers.get("Cookie")) or auth.bearer_ok(headers.get("Authorization"))
+            return await self._pair_page(secret)
+        bearer = headers.get("Authorization")
         if path == "/ws":
             origin = headers.get("Origin")
             if origin is not None and not auth.origin_ok(origin):
                 return _text(403, "Forbidden", "Origin not allowed\n")
-            if not authed:
+            device = auth.device_ok(headers.get_all("Sec-WebSocket-Protocol"))
+            if not (device or auth.bearer_ok(bearer)):
                 return _text(401, "Unauthorized", "Pair this browser first, or send Authorization: Bearer\n")
-            if origin is None and not auth.bearer_ok(headers.get("Authorization")):
+            if origin is None and not auth.program_ok(bearer):
                 return _text(403, "Forbidden", "A browser connection must carry its Origin\n")
             return None  # the WebSocket handshake goes on
-        if not authed:
-            if path in ("/", "/index.html"):
-                return _redirect("/login")
-            return _text(401, "Unauthorized", "Pair this browser first: open the link pisces printed\n")
+        # the UI's own files are the package's, the same for everyone: no credential needed (the login page's
+        # stylesheet included); what holds the session (/ws, /export, /auth) needs one
         if path in ("/", "/index.html"):
             return await self._file(STATIC / "index.html")
-        if path == "/export":
-            return await self._export()
+        if path in ("/export", "/auth"):
+            if not auth.bearer_ok(bearer):
+                return _text(401, "Unauthorized", "Pair this browser first: open the link pisces printed\n")
+            return await self._export() if path == "/export" else _json(200, {"paired": True})
         for prefix, roots in (("/static/", (STATIC,)), ("/vendor/", VENDOR_DIRS)):
             if path.startswith(prefix):
                 for root in roots:
@@ -232,6 +246,12 @@ class WebServer:
                         return await self._file(target)
                 return _text(404, "Not Found", "Not found\n")
         return _text(404, "Not Found", "Not found\n")
+
+    async def _pair_page(self, secret: str) -> Response:
+        """The page that puts ``secret`` into this origin's own storage and goes on to the UI (pair.js)."""
+        page = await self._file(STATIC / "pair.html")
+        body = bytes(page.body).replace(b"{{device}}", secret.encode())  # token_urlsafe: safe in an attribute
+        return _response(200, "OK", "text/html; charset=utf-8", body)
 
     async def _file(self, path: Path) -> Response:
         body = self._files.get(path)
@@ -284,12 +304,20 @@ class WebServer:
 
 
 def h_web_pair(client: Any, cmd: dict) -> Any:
-    """A new one-time pairing link for another browser (valid ten minutes), and the UI's address."""
+    """A new one-time pairing link for another browser (valid ten minutes), its QR code, and the UI's address."""
+    from pisces.modes.web.qr import matrix  # noqa: PLC0415 - only when a link is asked for
+
     web = client.host.web
-    return {"url": web.base_url, "pairUrl": web.pairing_url(PAIRING_TTL_S)}
+    link = web.pairing_url(PAIRING_TTL_S)
+    out: dict[str, Any] = {"url": web.base_url, "pairUrl": link}
+    try:  # the same link as a QR code for a phone: rows of "1" (dark) and "0" (light), no quiet zone
+        out["qr"] = ["".join("1" if v else "0" for v in row) for row in matrix(link)]
+    except ValueError:
+        pass  # too long for the encoder: the link alone
+    return out
 
 
-WEB_COMMANDS = {"web_pair": h_web_pair}
+WEB_COMMANDS = {"web_pair": h_web_pair, "web_info": h_web_info}
 
 
 def safe_join(root: Path, rel: str) -> Path | None:

@@ -6,12 +6,13 @@
   var P = window.Pisces = window.Pisces || {};
   var el = R.el, add = R.add, isObj = R.isObj, str = R.str;
   function $(id) { return document.getElementById(id); }
+  var EMPTY = $('empty'), WORKING = $('working');  // kept across re-renders of #messages
 
   // -- connection ---------------------------------------------------------------------------------
   var S = {
     ws: null, streamId: null, lastSeq: null, nextId: 1, calls: {}, retryMs: 500, everOpen: false,
     state: null, busy: false, messages: [], cards: {}, streaming: null, requests: {}, forkIds: {},
-    attachments: [], sessionsAll: false, statuses: {}, widgets: {}
+    attachments: [], sessionsAll: false, statuses: {}, widgets: {}, pending: [], info: null
   };
 
   function wsUrl() {
@@ -20,9 +21,21 @@
     return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws?' + q;
   }
 
+  // the device secret pairing left in this origin's own storage; presented by this code only (the browser
+  // sends no cookie): in the WebSocket handshake as a subprotocol, on fetches as a bearer token
+  function device() {
+    try { return localStorage.getItem('pisces.device') || sessionStorage.getItem('pisces.device'); } catch (e) { return null; }
+  }
+  function forget() {
+    try { localStorage.removeItem('pisces.device'); sessionStorage.removeItem('pisces.device'); } catch (e) { /* gone */ }
+  }
+  P.authHeaders = function () { var d = device(); return d ? { Authorization: 'Bearer ' + d } : {}; };
+
   function connect() {
+    var secret = device();
+    if (!secret) { location.replace('/login'); return; }
     setConn('connecting', '');
-    var ws = new WebSocket(wsUrl());
+    var ws = new WebSocket(wsUrl(), ['pisces.v1', 'pisces.device.' + secret]);
     S.ws = ws;
     ws.onopen = function () { S.retryMs = 500; S.everOpen = true; setConn('live', 'live'); };
     ws.onmessage = function (ev) {
@@ -37,8 +50,8 @@
       Object.keys(S.calls).forEach(function (id) { S.calls[id].reject(new Error('disconnected')); });
       S.calls = {};
       // still paired? a restarted server forgets this browser: back to the login page
-      fetch('/static/app.css', { cache: 'no-store', credentials: 'same-origin' }).then(function (r) {
-        if (r.status === 401) { location.href = '/login'; return; }
+      fetch('/auth', { cache: 'no-store', credentials: 'omit', headers: P.authHeaders() }).then(function (r) {
+        if (r.status === 401) { forget(); location.replace('/login'); return; }
         setTimeout(connect, S.retryMs);
         S.retryMs = Math.min(S.retryMs * 2, 5000);
       }, function () { setTimeout(connect, S.retryMs); S.retryMs = Math.min(S.retryMs * 2, 5000); });
@@ -141,8 +154,9 @@
     var q = f.queue || {};
     renderQueue(q.steering || [], q.followUp || []);
     (f.requests || []).forEach(function (r) { if (r.type === 'tool_approval_request') showApproval(r); else uiRequest(r); });
-    setBusy(!!(S.state && S.state.isStreaming));
+    setBusy(!!(S.state && S.state.isStreaming) || S.pending.length > 0);
     renderTitle();
+    loadInfo();
     loadModels();
     refreshState();
     loadSessions();
@@ -162,7 +176,7 @@
   }
 
   function refreshState() {
-    call('get_state').then(function (st) { S.state = st; renderTitle(); renderSelectors(); setBusy(st.isStreaming); }).catch(function () {});
+    call('get_state').then(function (st) { S.state = st; renderTitle(); renderSelectors(); setBusy(st.isStreaming || (S.busy && S.pending.length > 0)); }).catch(function () {});
     refreshStats();
     loadForkIds();
   }
@@ -173,10 +187,54 @@
 
   function renderTitle() {
     var st = S.state || {};
-    var name = st.sessionName || (st.sessionId ? 'session ' + st.sessionId.slice(0, 8) : 'pisces');
+    var name = st.sessionName || firstPrompt() || 'New session';
     $('session-name').textContent = name;
+    $('session-name').title = name;
     document.title = (S.busy ? '… ' : '') + name + ' · pisces';
     $('auto-compaction').checked = !!st.autoCompactionEnabled;
+    $('auto-retry').checked = st.autoRetryEnabled !== false;  // absent only from an older server: on by default
+    renderEmpty();
+  }
+
+  // the title: the session's name, else its first prompt (as the session list shows it)
+  function firstPrompt() {
+    for (var i = 0; i < S.messages.length; i++) {
+      var m = S.messages[i];
+      if (m && m.role === 'user') return R.textOf(m.content).replace(/\s+/g, ' ').trim().slice(0, 80);
+    }
+    return S.pending.length ? S.pending[0].text.replace(/\s+/g, ' ').trim().slice(0, 80) : '';
+  }
+
+  // the working directory and git branch, in the header (web_info)
+  function loadInfo() {
+    call('web_info').then(function (d) {
+      S.info = d;
+      var where = $('where');
+      where.textContent = '';
+      add(where, el('span', 'cwd', d.cwdShort || d.cwd));
+      if (d.gitBranch) add(where, el('span', 'branch', d.gitBranch));
+      where.title = d.cwd + (d.gitBranch ? ' (git branch ' + d.gitBranch + ')' : '');
+      if (d.keyProblem) toast(d.keyProblem, true);
+      renderEmpty();
+    }).catch(function () {});
+  }
+
+  // what to do when there is nothing yet
+  function renderEmpty() {
+    var box = $('messages');
+    var empty = EMPTY;
+    var none = !S.messages.length && !S.pending.length && !S.streaming && !box.querySelector('.msg');
+    empty.hidden = !none;
+    if (none) {
+      var where = S.info ? (S.info.cwdShort || S.info.cwd) : 'this directory';
+      $('empty-where').textContent = where + (S.info && S.info.gitBranch ? ' (' + S.info.gitBranch + ')' : '');
+    }
+  }
+
+  // the working indicator: from Send until the first token of the reply
+  function setWorking(on) {
+    var w = WORKING;
+    if (on) { w.hidden = false; $('messages').appendChild(w); scrollDown(true); } else { w.hidden = true; }
   }
 
   function setBusy(busy) {
@@ -185,6 +243,7 @@
     $('send-mode').hidden = !S.busy;
     $('send-btn').textContent = S.busy ? ($('send-mode').value === 'steer' ? 'Steer' : 'Follow up') : 'Send';
     if (!S.busy && S.streaming) finishStreaming();
+    if (!S.busy) setWorking(false);
     renderTitle();
   }
   function setStatus(text) { $('status').textContent = text || ''; }
@@ -196,7 +255,11 @@
     S.streaming = null;
     var box = $('messages');
     box.textContent = '';
+    box.appendChild(EMPTY);
     messages.forEach(function (m) { appendMessage(m); });
+    S.pending.forEach(function (p) { box.appendChild(p.el); });  // sent, not echoed yet
+    box.appendChild(WORKING);
+    renderEmpty();
     scrollDown(true);
   }
 
@@ -312,6 +375,7 @@
     S.streaming = { message: msg, wrap: wrap, dirty: {}, frame: 0 };
     fillAssistant(wrap, msg);
     wrap.classList.add('cursor');
+    if (!WORKING.hidden) $('messages').appendChild(WORKING);  // stays below until the first token
     scrollDown(false);
   }
 
@@ -331,6 +395,7 @@
     else if (t === 'toolcall_delta') { if (c[i]) c[i]._json = str(c[i]._json) + str(ev.delta); return; }
     else if (t === 'toolcall_end') { if (isObj(ev.toolCall)) c[i] = ev.toolCall; }
     else return;
+    setWorking(false);  // the first token
     st.dirty[i] = true;
     if (!st.frame) st.frame = requestAnimationFrame(flush);
   }
@@ -362,12 +427,32 @@
         appendMessage(m);
       }
       S.messages.push(m);
+    } else if (m.role === 'user' && reconcile(m)) {
+      S.messages.push(m);
+      loadForkIds();
     } else {
       S.messages.push(m);
       appendMessage(m);
       if (m.role === 'user') loadForkIds();
     }
+    if (m.role === 'assistant' || m.role === 'toolResult') setWorking(false);
+    else if (S.busy && !WORKING.hidden) $('messages').appendChild(WORKING);
+    renderEmpty();
     scrollDown(false);
+  }
+
+  // the echo of a prompt this page drew at once: the real message takes the optimistic bubble's place
+  function reconcile(m) {
+    var text = R.textOf(m.content);
+    for (var i = 0; i < S.pending.length; i++) {
+      if (S.pending[i].text === text) {
+        var p = S.pending.splice(i, 1)[0];
+        var real = userEl(m);
+        if (p.el.parentNode) p.el.parentNode.replaceChild(real, p.el); else $('messages').appendChild(real);
+        return true;
+      }
+    }
+    return false;
   }
 
   function finishStreaming() {
@@ -430,16 +515,35 @@
     var images = S.attachments.map(function (a) { return { type: 'image', data: a.data, mimeType: a.mimeType }; });
     var fields = { message: text };
     if (images.length) fields.images = images;
-    var p;
+    var p, pending = null;
     if (S.busy) {
       p = call($('send-mode').value === 'steer' ? 'steer' : 'follow_up', fields);
     } else {
       p = call('prompt', fields);
+      // drawn at once, reconciled with the echo (message_end of the user message); "working" until the first token
+      var content = [{ type: 'text', text: text }].concat(images);
+      pending = { text: text, el: userEl({ role: 'user', content: content, timestamp: Date.now() }) };
+      pending.el.classList.add('pending');
+      S.pending.push(pending);
+      $('messages').appendChild(pending.el);
+      setBusy(true);
+      setWorking(true);
+      window.PiscesApp.sentAt = performance.now();
     }
     $('prompt').value = '';
     S.attachments = [];
     renderAttachments();
-    p.catch(function (e) { toast(e.message, true); if (!$('prompt').value) $('prompt').value = text; });
+    p.catch(function (e) {
+      toast(e.message, true);
+      if (!$('prompt').value) $('prompt').value = text;
+      if (pending) {  // refused: the bubble goes, the text is back in the editor
+        var at = S.pending.indexOf(pending);
+        if (at >= 0) S.pending.splice(at, 1);
+        if (pending.el.parentNode) pending.el.parentNode.removeChild(pending.el);
+        setWorking(false);
+        refreshState();
+      }
+    });
     askNotificationsOnce();
   }
 

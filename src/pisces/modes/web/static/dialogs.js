@@ -74,7 +74,18 @@
           return { type: 'tool_approval_response', toolCallId: f.toolCallId, approved: true, scope: scope };
         });
       });
-      c.button('Deny', 'danger', function () { return { type: 'tool_approval_response', toolCallId: f.toolCallId, approved: false }; });
+      var instead = el('textarea', 'instead');
+      instead.rows = 1;
+      instead.placeholder = 'Deny, and tell the model what to do instead (optional)';
+      instead.setAttribute('aria-label', 'What to do instead');
+      add(c.body, instead);
+      c.button('Deny', 'danger', function () {
+        // sent as a steer first, on the same socket: queued while the run waits here, so the model reads it
+        // right after the denial (sent after, it could arrive once the run had ended)
+        var text = instead.value.trim();
+        if (text) P.quietly(P.call('steer', { message: text }));
+        return { type: 'tool_approval_response', toolCallId: f.toolCallId, approved: false };
+      });
     } else {
       var rest = str(f.title).split('\n').slice(1).join('\n');
       if (rest) add(c.body, el('pre', 'identity', rest));

@@ -74,7 +74,11 @@
     var open = document.body.classList.toggle('drawer-open');
     $('menu-btn').setAttribute('aria-expanded', open ? 'true' : 'false');
   });
-  $('messages').addEventListener('click', function () { document.body.classList.remove('drawer-open'); });
+  function closeDrawer() { document.body.classList.remove('drawer-open'); $('menu-btn').setAttribute('aria-expanded', 'false'); }
+  $('messages').addEventListener('click', closeDrawer);
+  $('drawer-close').addEventListener('click', closeDrawer);
+  $('scrim').addEventListener('click', closeDrawer);
+  document.addEventListener('keydown', function (ev) { if (ev.key === 'Escape') closeDrawer(); });
   Array.prototype.forEach.call(document.querySelectorAll('.tabs button'), function (b) {
     b.addEventListener('click', function () {
       Array.prototype.forEach.call(document.querySelectorAll('.tabs button'), function (x) { x.classList.toggle('active', x === b); });
@@ -87,6 +91,13 @@
 
   var SESSIONS = [];
   function loadSessions() {
+    if (S.state && !S.state.sessionFile) {  // --no-session: this session is not saved, and the others are not shown
+      SESSIONS = [];
+      var list = $('session-list');
+      list.textContent = '';
+      add(list, el('li', 'note unsaved', 'This session is not saved (--no-session), and saved sessions are not listed.'));
+      return;
+    }
     call('list_sessions', { scope: S.sessionsAll ? 'all' : 'cwd', includeSearchText: false }).then(function (d) {
       SESSIONS = d.sessions || [];
       renderSessions();
@@ -109,6 +120,7 @@
       });
       add(list, li);
     });
+    if (!list.children.length) add(list, el('li', 'note unsaved', filter ? 'No session matches.' : 'No saved session in this directory yet.'));
   }
   $('session-filter').addEventListener('input', renderSessions);
   $('all-sessions').addEventListener('change', function (ev) { S.sessionsAll = ev.target.checked; loadSessions(); });
@@ -127,8 +139,25 @@
     var parents = {};
     (function walk(nodes) { nodes.forEach(function (n) { (n.children || []).forEach(function (c) { parents[c.entry.id] = n.entry.id; }); walk(n.children || []); }); })(t.nodes || []);
     for (var id = t.leafId; id; id = parents[id]) active[id] = true;
+    // a chain of single children stays at one level; only a branch point indents (each branch in its own list)
     function build(nodes, ul) {
-      nodes.forEach(function (n) {
+      if (nodes.length > 1) {
+        nodes.forEach(function (n) { var sub = el('ul', 'branch'); add(ul, add(el('li'), sub)); chain(n, sub); });
+      } else if (nodes.length === 1) {
+        chain(nodes[0], ul);
+      }
+    }
+    function chain(first, ul) {  // iterative along a chain: a long session does not recurse per entry
+      for (var n = first; n;) {
+        addNode(n, ul);
+        var kids = n.children || [];
+        if (kids.length === 1) { n = kids[0]; continue; }
+        build(kids, ul);
+        n = null;
+      }
+    }
+    function addNode(n, ul) {
+      (function () {
         var e = n.entry;
         var li = el('li');
         var row = el('div', 'node' + (active[e.id] ? ' active' : '') + (e.id === t.leafId ? ' leaf' : ''));
@@ -149,13 +178,8 @@
           }));
         });
         if (show) add(li, row);
-        if (n.children && n.children.length) {
-          var sub = el('ul');
-          build(n.children, sub);
-          add(li, sub);
-        }
         add(ul, li);
-      });
+      })();
     }
     build(t.nodes || [], root);
   }
@@ -183,13 +207,32 @@
     quietly(call('web_pair').then(function (d) {
       var out = $('pair-out');
       out.textContent = '';
-      add(out, document.createTextNode('Open this once on the other device (valid 10 minutes): '), el('code', null, d.pairUrl));
+      add(out, document.createTextNode('Open this once on the other device (valid 10 minutes), or scan it: '), el('code', null, d.pairUrl));
+      if (Array.isArray(d.qr) && d.qr.length) add(out, qrSvg(d.qr));
     }));
   });
+  // the pairing link's QR code (web_pair's rows of "1" dark / "0" light) as an SVG, 4 modules of quiet zone
+  function qrSvg(rows) {
+    var NS = 'http://www.w3.org/2000/svg', n = rows.length + 8, d = '';
+    rows.forEach(function (row, y) {
+      for (var x = 0; x < row.length; x++) if (row.charAt(x) === '1') d += 'M' + (x + 4) + ' ' + (y + 4) + 'h1v1h-1z';
+    });
+    var svg = document.createElementNS(NS, 'svg');
+    svg.setAttribute('viewBox', '0 0 ' + n + ' ' + n);
+    svg.setAttribute('class', 'qr');
+    svg.setAttribute('role', 'img');
+    svg.setAttribute('aria-label', 'QR code of the pairing link');
+    var bg = document.createElementNS(NS, 'rect');
+    bg.setAttribute('width', n); bg.setAttribute('height', n); bg.setAttribute('fill', '#fff');
+    var path = document.createElementNS(NS, 'path');
+    path.setAttribute('d', d); path.setAttribute('fill', '#000');
+    svg.appendChild(bg); svg.appendChild(path);
+    return svg;
+  }
   $('export-link').addEventListener('click', function (ev) {
     // a session only in memory has nothing to export: say so instead of downloading an error
     ev.preventDefault();
-    fetch('/export', { credentials: 'same-origin' }).then(function (r) {
+    fetch('/export', { credentials: 'omit', headers: P.authHeaders() }).then(function (r) {
       if (!r.ok) return r.text().then(function (t) { toast(t.trim(), true); });
       return r.blob().then(function (blob) {
         var a = el('a'); a.href = URL.createObjectURL(blob);

@@ -284,6 +284,8 @@
     this.resultEl = fresh;
     if (!partial) this.setState(isError ? 'failed' : 'done');
     if (!partial && fresh.classList.contains('has-diff')) this.el.classList.remove('collapsed');
+    // the result's diff (with line numbers) says what the arguments' old/new text said: show the change once
+    this.el.classList.toggle('result-diff', !partial && fresh.classList.contains('has-diff'));
   };
 
   window.PiscesRender = {
