@@ -416,6 +416,38 @@ def h_set_host_tools(server: Any, cmd: dict) -> Any:
     return {"toolNames": names}
 
 
+# -- MCP servers (docs/mcp.md) -------------------------------------------------------------------------
+def _mcp(server: Any) -> Any:
+    manager = getattr(server.session, "mcp", None)
+    if manager is None:
+        raise RpcError("No MCP server is configured (docs/mcp.md: mcpServers in ~/.pisces/agent/mcp.json, "
+                       ".pisces/mcp.json or .mcp.json)")
+    return manager
+
+
+def h_mcp_status(server: Any, cmd: dict) -> Any:
+    manager = getattr(server.session, "mcp", None)
+    return {"servers": []} if manager is None else manager.status()
+
+
+async def _mcp_call(coro: Any) -> Any:
+    try:
+        return await coro
+    except ValueError as exc:
+        raise RpcError(str(exc)) from None
+
+
+def h_mcp_toggle(server: Any, cmd: dict) -> Any:
+    enabled = cmd.get("enabled")
+    if not isinstance(enabled, bool):
+        raise RpcError("mcp_toggle needs 'server' (a name) and 'enabled' (true or false)")
+    return _mcp_call(_mcp(server).toggle(cmd.get("server"), enabled))
+
+
+def h_mcp_reconnect(server: Any, cmd: dict) -> Any:
+    return _mcp_call(_mcp(server).reconnect(cmd.get("server")))
+
+
 # -- tool approval (docs/approval.md) -----------------------------------------------------------------
 def h_negotiate_protocol(server: Any, cmd: dict) -> Any:
     caps = cmd.get("clientCapabilities", cmd.get("capabilities"))
@@ -537,4 +569,7 @@ COMMANDS: dict[str, Callable[[Any, dict], Any]] = {
     "add_approval_rule": h_add_approval_rule,
     "remove_approval_rule": h_remove_approval_rule,
     "set_approval_mode": h_set_approval_mode,
+    "mcp_status": h_mcp_status,
+    "mcp_toggle": h_mcp_toggle,
+    "mcp_reconnect": h_mcp_reconnect,
 }
