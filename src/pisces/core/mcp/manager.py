@@ -305,7 +305,7 @@ class McpManager:
         """Where servers' stderr goes: pisces' own stderr, unless PISCES_MCP_STDERR names a file."""
         if self._errlog is None:
             path = os.environ.get("PISCES_MCP_STDERR")
-            self._errlog = open(path, "a") if path else sys.stderr  # noqa: SIM115 - kept for the session
+            self._errlog = open(path, "a") if path else sys.stderr
         return self._errlog
 
     def start(self) -> None:
