@@ -171,16 +171,16 @@ class Server:
             if self.pgid is not None:
                 _GROUPS.discard(self.pgid)
             self.ready.set()
-            if self.state == "connected":  # the server went away on its own
+            if self.state == "connected" and not (self._stop and self._stop.is_set()):  # it went away on its own
                 self._set_tools([])
                 self._set("failed", "the server closed the connection")
 
     def _fail(self, exc: BaseException) -> None:
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
         if isinstance(exc, TimeoutError):
             text = f"no answer to initialize within {self.cfg.timeout_ms} ms"
         else:
-            while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-                exc = exc.exceptions[0]
             text = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
         self._set_tools([])
         self._set("failed", text[:1000])
