@@ -187,3 +187,20 @@ def test_streamable_http_server_toggle_and_reconnect(home, spawn, tmp_path):
     finally:
         http.terminate()
         http.wait(10)
+
+
+@pytest.mark.parametrize("configured", [False, True])
+def test_rpc_start_up_imports_the_sdk_only_when_a_server_is_configured(home, tmp_path, configured):
+    if configured:
+        home.write_json("mcp.json", {"mcpServers": {"x": {"command": "/nonexistent/server"}}})
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "pisces", "--mode", "rpc", "--no-session",
+                        "--faux-script", home.faux_script([])], input='{"type":"get_state"}\n', capture_output=True,
+                       text=True, timeout=120, env=home.env(), cwd=home.cwd)
+    assert '"command":"get_state","success":true' in r.stdout, r.stderr[-2000:]
+    modules = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+    mcp_modules = {m for m in modules if m.split(".")[0] in ("mcp", "mcp_types", "anyio")
+                   or m.startswith("pisces.core.mcp")}
+    if configured:
+        assert {"mcp", "pisces.core.mcp.manager"} <= mcp_modules
+    else:
+        assert mcp_modules == set()
