@@ -86,10 +86,11 @@ def test_the_model_calls_an_mcp_tool_and_hostile_servers_fail_alone(home, spawn,
     assert end["toolName"] == "mcp__good__add" and not end["isError"]
     assert end["result"]["content"][0]["text"] == "42"
     p.until_type("agent_end", 30)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90
     while True:
         status = {s["name"]: s for s in p.ok({"type": "mcp_status"})["servers"]}
-        if status["hang"]["status"] == "failed" or time.monotonic() > deadline:
+        if all(s["status"] not in ("pending", "connecting") for s in status.values()) \
+                or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     assert status["good"]["status"] == "connected"
@@ -201,6 +202,6 @@ def test_rpc_start_up_imports_the_sdk_only_when_a_server_is_configured(home, tmp
     mcp_modules = {m for m in modules if m.split(".")[0] in ("mcp", "mcp_types", "anyio")
                    or m.startswith("pisces.core.mcp")}
     if configured:
-        assert {"mcp", "pisces.core.mcp.manager"} <= mcp_modules
+        assert "pisces.core.mcp.manager" in mcp_modules  # the SDK itself loads in a worker thread
     else:
         assert mcp_modules == set()

@@ -1,6 +1,7 @@
 """The MCP servers of one session: connected in the background, their tools in the session's tool table.
 
-Imports the official ``mcp`` SDK, so it is imported only when a server is configured (``pisces.core.mcp``).
+The official ``mcp`` SDK (1.5-2.5 s of imports) is imported in a worker thread by the first server that connects,
+so that the session answers ``get_state`` and takes prompts meanwhile.
 
 Guarantees:
 - every server connects in its own asyncio task: the session answers and takes prompts meanwhile; a server
@@ -26,10 +27,6 @@ import signal as _signal
 import sys
 from typing import Any
 
-import anyio
-import mcp_types as T
-from mcp.client.session import ClientSession
-
 from pisces.agent.types import ToolError
 from pisces.core.mcp.config import ConfigError, McpConfig, ServerConfig, resolved
 from pisces.core.mcp.tools import McpTool
@@ -37,6 +34,16 @@ from pisces.core.tools.groups import replace_tool_group
 
 _GROUPS: set[int] = set()  # process groups of live stdio servers (for kill_all)
 _SPAWN_LOCK = asyncio.Lock()
+
+
+def _load_sdk() -> Any:
+    """Import the SDK's client modules (run in a worker thread); returns ``mcp_types``."""
+    import anyio  # noqa: F401, PLC0415 - the SDK's, loaded off the event loop
+    import mcp.client.session  # noqa: PLC0415 - idem
+    import mcp.client.stdio  # noqa: F401, PLC0415 - idem
+    import mcp_types  # noqa: PLC0415 - idem
+
+    return mcp_types
 
 
 def glob_any(patterns: list[str], name: str) -> bool:
@@ -81,7 +88,7 @@ class Server:
         self.manager, self.cfg = manager, cfg
         self.state = "disabled" if not cfg.enabled else "pending"
         self.error: str | None = None
-        self.session: ClientSession | None = None
+        self.session: Any = None
         self.tools: list[McpTool] = []
         self.prompts: list[Any] = []
         self.resources: list[Any] = []
@@ -140,6 +147,15 @@ class Server:
 
     async def _run(self) -> None:
         cfg = self.cfg
+        try:
+            await asyncio.to_thread(_load_sdk)
+        except ImportError as exc:
+            self._set("failed", f"the 'mcp' package cannot be imported ({exc}): pip install 'pisces[mcp]'")
+            self.ready.set()
+            return
+        import anyio  # noqa: PLC0415 - loaded above, off the event loop
+        from mcp.client.session import ClientSession  # noqa: PLC0415 - idem
+
         try:
             real = resolved(cfg)
         except ConfigError as exc:
@@ -214,6 +230,8 @@ class Server:
     async def _roots(self, context: Any) -> Any:
         from pathlib import Path  # noqa: PLC0415 - rare
 
+        import mcp_types as T  # noqa: PLC0415 - loaded by _run
+
         return T.ListRootsResult(roots=[T.Root(uri=Path(self.manager.cwd).as_uri(), name="project")])
 
     async def _on_message(self, message: Any) -> None:
@@ -229,6 +247,8 @@ class Server:
         session = self.session
         if session is None:
             return
+        import mcp_types as T  # noqa: PLC0415 - loaded by _run
+
         caps = getattr(session, "server_capabilities", None) or getattr(session, "_server_capabilities", None)
         tools: list[Any] = []
         cursor = None
@@ -259,7 +279,12 @@ class Server:
             self.manager.tools_changed(self)
 
     # -- calls -----------------------------------------------------------------------------------
-    async def wait_ready(self) -> ClientSession:
+    async def wait_started(self) -> None:
+        """Until the server is connected or has failed (at most its ``timeout`` and a little more)."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.ready.wait(), timeout=self.cfg.timeout_ms / 1000 + 5)
+
+    async def wait_ready(self) -> Any:
         if self.state in ("connecting", "pending") and not self.ready.is_set():
             try:
                 await asyncio.wait_for(self.ready.wait(), timeout=self.cfg.timeout_ms / 1000)
@@ -314,6 +339,16 @@ class McpManager:
                 server.start()
             else:
                 server.state = "disabled"
+
+    def add(self, configs: list[ServerConfig]) -> None:
+        """More servers (a front end's), started now; one of the same name is replaced."""
+        for cfg in configs:
+            old = self.servers.get(cfg.name)
+            if old is not None:
+                asyncio.get_running_loop().create_task(old.stop())
+            self.config.servers[cfg.name] = cfg
+            self.servers[cfg.name] = server = Server(self, cfg)
+            server.start()
 
     def emit(self, event: dict[str, Any]) -> None:
         with contextlib.suppress(Exception):
