@@ -33,9 +33,14 @@ def _once(home: str, cwd: str, script: str, with_mcp: bool) -> tuple[float, floa
         for i in range(600):
             p.stdin.write(json.dumps({"id": f"m{i}", "type": "mcp_status"}).encode() + b"\n")
             p.stdin.flush()
-            frames: list[dict] = []
-            _read_until(p, lambda fr, i=i: frames.append(fr) or fr.get("id") == f"m{i}")
-            servers = frames[-1]["data"]["servers"]
+            last: dict = {}
+
+            def is_status(fr: dict, i: int = i, last: dict = last) -> bool:
+                last.update(fr)
+                return fr.get("id") == f"m{i}"
+
+            _read_until(p, is_status)
+            servers = last["data"]["servers"]
             if all(s["status"] == "connected" for s in servers):
                 connected = (time.perf_counter() - t0) * 1000
                 break

@@ -12,10 +12,10 @@ import os
 import sys
 import time
 
+from mcp.server.mcpserver import Context, MCPServer
+
 
 def good_server():
-    from mcp.server.mcpserver import MCPServer
-
     app = MCPServer("good")
 
     @app.tool()
@@ -39,8 +39,16 @@ def good_server():
         return str(os.getpid())
 
     @app.tool()
-    async def flood(ctx=None) -> str:  # type: ignore[no-untyped-def]
-        """Send many list_changed notifications."""
+    async def flood(ctx: Context) -> str:
+        """Add the tool 'late', then send 2000 tools/list_changed notifications."""
+
+        def late() -> str:
+            """Added while running."""
+            return "late"
+
+        app.add_tool(late)
+        for _ in range(2000):
+            await ctx.session.send_tool_list_changed()
         return "flooded"
 
     @app.prompt()

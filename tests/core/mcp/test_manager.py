@@ -1,0 +1,109 @@
+"""The MCP manager in process against the SDK test server over stdio: list_changed floods refresh the tool set
+once at a time, a call waits for a reconnecting server, tiers and approval rules apply to MCP tools, and closing
+the session leaves no server process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from pisces.core.approval.policy import tier_of
+from pisces.core.approval.rules import glob_match
+from pisces.core.session.build import create_agent_session_async
+
+SERVERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "servers.py")
+
+
+async def until(pred, timeout=60.0):
+    for _ in range(int(timeout * 20)):
+        if pred():
+            return True
+        await asyncio.sleep(0.05)
+    return pred()
+
+
+@pytest.fixture
+def agent_dir(tmp_path, monkeypatch):
+    path = tmp_path / "agent"
+    path.mkdir()
+    monkeypatch.setenv("PISCES_CODING_AGENT_DIR", str(path))
+    (tmp_path / "work").mkdir()
+    return path
+
+
+async def open_session(agent_dir, servers):
+    (agent_dir / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    return await create_agent_session_async(cwd=str(agent_dir.parent / "work"), provider="faux", no_session=True)
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+async def test_a_list_changed_flood_refreshes_the_tools_and_close_stops_the_process(agent_dir):
+    s = await open_session(agent_dir, {"good": {"command": sys.executable, "args": [SERVERS, "good"],
+                                                "approvalTier": "write"}})
+    events = []
+    s.subscribe(events.append)
+    try:
+        assert await until(lambda: "mcp__good__echo" in s.all_tools)
+        tool = s.all_tools["mcp__good__echo"]
+        assert tier_of(tool.name, tool, {}) == "write"  # the server's approvalTier
+        assert glob_match("mcp__good__*", tool.name) and not glob_match("mcp__other__*", tool.name)
+        pid = int((await s.all_tools["mcp__good__pid"].execute("1", {}, None, None)).content[0].text)
+        assert alive(pid)
+        result = await asyncio.wait_for(s.all_tools["mcp__good__flood"].execute("2", {}, None, None), 60)
+        assert result.content[0].text == "flooded"
+        assert await until(lambda: "mcp__good__late" in s.all_tools)
+        assert "mcp__good__late" in [t.name for t in s.agent.tools]  # switched on, in the next request
+        changes = [e for e in events if e.get("type") == "mcp_tools_changed"]
+        assert changes and len(changes) < 200  # 2000 notifications, a handful of refreshes
+        assert s.mcp.status()["servers"][0]["status"] == "connected"
+    finally:
+        await s.shutdown()
+    assert await until(lambda: not alive(pid), 20)
+    assert s.mcp.status()["servers"][0]["status"] == "stopped"
+
+
+async def test_a_call_waits_for_a_reconnecting_server_and_tiers_default_to_exec(agent_dir):
+    s = await open_session(agent_dir, {"good": {"command": sys.executable, "args": [SERVERS, "good"]}})
+    try:
+        assert await until(lambda: "mcp__good__add" in s.all_tools)
+        tool = s.all_tools["mcp__good__add"]
+        assert tier_of(tool.name, tool, {}) == "exec"
+        server = s.mcp.servers["good"]
+        await server.stop()
+        assert "mcp__good__add" not in s.all_tools
+        server.start()  # connecting again; the old tool object waits for it
+        assert server.state == "connecting"
+        result = await asyncio.wait_for(tool.execute("1", {"a": 1, "b": 2}, None, None), 60)
+        assert result.content[0].text == "3"
+    finally:
+        await s.shutdown()
+
+
+async def test_a_failed_server_gives_the_model_a_clear_error(agent_dir):
+    s = await open_session(agent_dir, {"bad": {"command": sys.executable, "args": [SERVERS, "crash"]},
+                                       "nothere": {"command": "/nonexistent/mcp-server"},
+                                       "novar": {"url": "http://127.0.0.1:1/${UNSET_MCP_VAR_X}"}})
+    try:
+        assert await until(lambda: all(v.state == "failed" for v in s.mcp.servers.values()))
+        status = {x["name"]: x for x in s.mcp.status()["servers"]}
+        assert "UNSET_MCP_VAR_X is not set" in status["novar"]["error"]
+        assert status["nothere"]["error"] and status["bad"]["error"]
+        from pisces.agent.types import ToolError
+
+        with pytest.raises(ToolError, match="not connected"):
+            await s.mcp.servers["bad"].call("x", {}, None)
+    finally:
+        await s.shutdown()
