@@ -107,3 +107,33 @@ async def test_a_failed_server_gives_the_model_a_clear_error(agent_dir):
             await s.mcp.servers["bad"].call("x", {}, None)
     finally:
         await s.shutdown()
+
+
+async def test_above_the_threshold_tools_are_deferred_behind_one_search_tool(agent_dir):
+    (agent_dir / "mcp.json").write_text(json.dumps({"toolSearch": {"thresholdTokens": 0}, "mcpServers": {
+        "good": {"command": sys.executable, "args": [SERVERS, "good"]},
+        "pinned": {"command": sys.executable, "args": [SERVERS, "good"], "alwaysLoad": True}}}))
+    s = await create_agent_session_async(cwd=str(agent_dir.parent / "work"), provider="faux", no_session=True)
+    try:
+        assert await until(lambda: all(v.state == "connected" for v in s.mcp.servers.values()))
+        active = [t.name for t in s.agent.tools]
+        assert "mcp_tool_search" in active and "mcp__good__add" not in active
+        assert "mcp__pinned__add" in active  # alwaysLoad
+        search = s.all_tools["mcp_tool_search"]
+        assert "mcp__good__add: Add two integers." in search.description
+        assert '"properties"' not in search.description  # names and short descriptions only
+        result = await search.execute("1", {"query": "add integers"}, None, None)
+        assert "mcp__good__add" in result.details["loaded"] and '"a"' in result.content[0].text
+        assert "mcp__good__add" in [t.name for t in s.agent.tools]
+        assert "mcp__good__add" not in s.mcp.status()["deferredTools"]
+    finally:
+        await s.shutdown()
+
+
+async def test_below_the_threshold_nothing_is_deferred(agent_dir):
+    s = await open_session(agent_dir, {"good": {"command": sys.executable, "args": [SERVERS, "good"]}})
+    try:
+        assert await until(lambda: "mcp__good__add" in s.all_tools)
+        assert "mcp_tool_search" not in s.all_tools and "mcp__good__add" in [t.name for t in s.agent.tools]
+    finally:
+        await s.shutdown()

@@ -79,6 +79,7 @@ class McpConfig:
     disabled: set[str] = field(default_factory=set)
     untrusted: list[ServerConfig] = field(default_factory=list)  # project servers not started: no trust
     errors: list[str] = field(default_factory=list)  # bad files or entries, one sentence each
+    defer_threshold_tokens: int = 10_000  # toolSearch.thresholdTokens: above it, MCP tools are deferred
 
     def startable(self) -> list[ServerConfig]:
         return [s for s in self.servers.values() if s.enabled and s.name not in self.disabled]
@@ -210,6 +211,13 @@ def load_config(cwd: str, agent_dir: str, *, trusted: bool | None = None,
                 project[cfg.name] = cfg
             else:
                 out.servers[cfg.name] = cfg
+        search = data.get("toolSearch")
+        if isinstance(search, dict) and "thresholdTokens" in search:
+            value = search["thresholdTokens"]
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                out.defer_threshold_tokens = value
+            else:
+                out.errors.append(f"{path}: toolSearch.thresholdTokens must be a number of tokens (0: always defer)")
         disabled = data.get("disabledServers", [])
         if isinstance(disabled, list):
             out.disabled.update(str(d) for d in disabled)

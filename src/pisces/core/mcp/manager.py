@@ -323,6 +323,8 @@ class McpManager:
         self.cwd = session.cwd
         self.servers = {name: Server(self, cfg) for name, cfg in config.servers.items()}
         self.notes: list[dict[str, Any]] = []
+        self.deferred: set[str] = set()  # MCP tools behind mcp_tool_search
+        self.loaded: set[str] = set()  # deferred tools the model loaded with it
         self._refreshing: set[str] = set()
         self._errlog: Any = None
 
@@ -360,8 +362,32 @@ class McpManager:
 
     def tools_changed(self, server: Server) -> None:
         replace_tool_group(self.session, f"mcp:{server.cfg.name}", list(server.tools))
+        self._apply_deferral()
         self.emit({"type": "mcp_tools_changed", "server": server.cfg.name,
-                   "toolNames": [t.name for t in server.tools]})
+                   "toolNames": [t.name for t in server.tools], "deferred": sorted(self.deferred)})
+
+    def _apply_deferral(self) -> None:
+        """Above the threshold, the tools of servers without alwaysLoad leave the request for the search tool
+        (pisces.core.mcp.search); tools the model loaded stay on."""
+        from pisces.core.mcp.search import NAME, ToolSearch, schema_tokens  # noqa: PLC0415 - same package
+
+        every = [t for s in self.servers.values() for t in s.tools]
+        over = schema_tokens(every) > self.config.defer_threshold_tokens
+        deferrable = [t for s in self.servers.values() if not s.cfg.always_load for t in s.tools]
+        self.deferred = {t.name for t in deferrable if t.name not in self.loaded} if over else set()
+        search = [ToolSearch([t for t in deferrable if t.name in self.deferred], self._load)] if over else []
+        replace_tool_group(self.session, "mcp:search", search)
+        active = [t.name for t in self.session.agent.tools if t.name not in self.deferred]
+        if over and NAME not in active:
+            active.append(NAME)
+        if active != [t.name for t in self.session.agent.tools]:
+            self.session.set_active_tools(active)
+
+    def _load(self, names: list[str]) -> None:
+        self.loaded.update(names)
+        active = [t.name for t in self.session.agent.tools]
+        self.session.set_active_tools(active + [n for n in names if n not in active and n in self.session.all_tools])
+        self.deferred -= set(names)
 
     def schedule_refresh(self, server: Server) -> None:
         if server.cfg.name in self._refreshing:  # a flood of list_changed: one refresh at a time
@@ -380,7 +406,8 @@ class McpManager:
         asyncio.get_running_loop().create_task(run())
 
     def status(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"servers": [s.status() for s in self.servers.values()]}
+        out: dict[str, Any] = {"servers": [s.status() for s in self.servers.values()],
+                               "deferredTools": sorted(self.deferred)}
         if self.config.untrusted:
             from pisces.core.mcp.config import untrusted_message  # noqa: PLC0415 - same package, rare
 
