@@ -18,7 +18,7 @@ pytest.importorskip("mcp")
 from pisces.core.session.build import create_agent_session_async
 
 
-async def until(pred, timeout=60.0):
+async def until(pred, timeout=120.0):
     import asyncio
 
     for _ in range(int(timeout * 20)):

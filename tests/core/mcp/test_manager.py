@@ -20,7 +20,7 @@ from pisces.core.session.build import create_agent_session_async
 SERVERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "servers.py")
 
 
-async def until(pred, timeout=60.0):
+async def until(pred, timeout=120.0):
     for _ in range(int(timeout * 20)):
         if pred():
             return True
@@ -115,7 +115,7 @@ async def test_above_the_threshold_tools_are_deferred_behind_one_search_tool(age
         "pinned": {"command": sys.executable, "args": [SERVERS, "good"], "alwaysLoad": True}}}))
     s = await create_agent_session_async(cwd=str(agent_dir.parent / "work"), provider="faux", no_session=True)
     try:
-        assert await until(lambda: all(v.state == "connected" for v in s.mcp.servers.values()))
+        assert await until(lambda: all(v.state == "connected" for v in s.mcp.servers.values())), s.mcp.status()
         active = [t.name for t in s.agent.tools]
         assert "mcp_tool_search" in active and "mcp__good__add" not in active
         assert "mcp__pinned__add" in active  # alwaysLoad
@@ -135,5 +135,21 @@ async def test_below_the_threshold_nothing_is_deferred(agent_dir):
     try:
         assert await until(lambda: "mcp__good__add" in s.all_tools)
         assert "mcp_tool_search" not in s.all_tools and "mcp__good__add" in [t.name for t in s.agent.tools]
+    finally:
+        await s.shutdown()
+
+
+async def test_the_model_reads_a_resource(agent_dir):
+    s = await open_session(agent_dir, {"good": {"command": sys.executable, "args": [SERVERS, "good"]}})
+    try:
+        assert await until(lambda: "mcp_read_resource" in s.all_tools)
+        tool = s.all_tools["mcp_read_resource"]
+        assert "note://hello" in tool.description
+        result = await tool.execute("1", {"server": "good", "uri": "note://hello"}, None, None)
+        assert result.content[0].text == "hello resource"
+        from pisces.agent.types import ToolError
+
+        with pytest.raises(ToolError, match="No MCP server named 'nope'"):
+            await tool.execute("2", {"server": "nope", "uri": "x"}, None, None)
     finally:
         await s.shutdown()

@@ -266,6 +266,7 @@ class Server:
         if caps is None or getattr(caps, "resources", None) is not None:
             with contextlib.suppress(Exception):
                 self.resources = list((await session.list_resources()).resources)
+                self.manager.tools_changed(self)  # the resource tool lists them
 
     def _wanted(self, name: str) -> bool:
         if self.cfg.include_tools is not None and not glob_any(self.cfg.include_tools, name):
@@ -377,6 +378,10 @@ class McpManager:
         self.deferred = {t.name for t in deferrable if t.name not in self.loaded} if over else set()
         search = [ToolSearch([t for t in deferrable if t.name in self.deferred], self._load)] if over else []
         replace_tool_group(self.session, "mcp:search", search)
+        from pisces.core.mcp.resources import ReadResource  # noqa: PLC0415 - same package
+
+        with_resources = {n: s for n, s in self.servers.items() if s.resources and s.session is not None}
+        replace_tool_group(self.session, "mcp:resources", [ReadResource(with_resources)] if with_resources else [])
         active = [t.name for t in self.session.agent.tools if t.name not in self.deferred]
         if over and NAME not in active:
             active.append(NAME)
