@@ -33,7 +33,15 @@ from pisces.core.mcp.tools import McpTool
 from pisces.core.tools.groups import replace_tool_group
 
 _GROUPS: set[int] = set()  # process groups of live stdio servers (for kill_all)
-_SPAWN_LOCK = asyncio.Lock()
+_SPAWN_LOCKS: dict[int, asyncio.Lock] = {}  # one per event loop (a lock is bound to the loop that first waits on it)
+
+
+def _spawn_lock() -> asyncio.Lock:
+    loop = asyncio.get_running_loop()
+    lock = _SPAWN_LOCKS.get(id(loop))
+    if lock is None or getattr(lock, "_loop", loop) not in (None, loop):
+        lock = _SPAWN_LOCKS[id(loop)] = asyncio.Lock()
+    return lock
 
 
 def _load_sdk() -> Any:
@@ -207,7 +215,7 @@ class Server:
 
             params = StdioServerParameters(command=real.command, args=real.args, env=real.env or None,
                                            cwd=real.cwd or self.manager.cwd, encoding_error_handler="replace")
-            async with _SPAWN_LOCK:  # spawn one at a time, to learn the new child's process group
+            async with _spawn_lock():  # spawn one at a time, to learn the new child's process group
                 before = _children()
                 streams = await stack.enter_async_context(stdio_client(params, errlog=self.manager.errlog()))
                 new = _children() - before
