@@ -31,6 +31,9 @@ def kill_tool_processes() -> None:
     bash_exec = sys.modules.get("pisces.core.tools.bash_exec")
     if bash_exec is not None:
         bash_exec.kill_running_process_groups()
+    mcp_manager = sys.modules.get("pisces.core.mcp.manager")  # MCP servers, when any was started
+    if mcp_manager is not None:
+        mcp_manager.kill_all()
 
 
 def install(loop: asyncio.AbstractEventLoop, on_signal: Callable[[int], None]) -> Callable[[], None]:

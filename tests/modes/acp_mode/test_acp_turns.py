@@ -201,16 +201,23 @@ async def test_available_commands_list_the_prompt_templates_and_a_slash_command_
     assert user[0]["message"]["content"][0]["text"] == "Please review main.py carefully.\n"
 
 
-async def test_mcp_servers_are_accepted_and_reported_as_not_started(home):
-    from acp.schema import McpServerStdio
+async def test_mcp_servers_from_session_new_are_started_for_the_session(home):
+    import sys
 
+    from acp.schema import EnvVariable, McpServerStdio
+
+    servers_py = os.path.join(os.path.dirname(__file__), "..", "..", "core", "mcp", "servers.py")
+    script = [{"toolCalls": [{"name": "mcp__files__echo", "arguments": {"text": "via acp"}}]}, {"text": "done"}]
     editor = Editor()
-    async with running(home, editor, "--provider", "faux") as conn:
-        server = McpServerStdio(name="files", command="/bin/true", args=[], env=[])
+    async with running(home, editor, "--faux-script", home.faux_script(script), "--approval-mode", "yolo") as conn:
+        server = McpServerStdio(name="files", command=sys.executable, args=[os.path.abspath(servers_py), "good"],
+                                env=[EnvVariable(name="X_ACP", value="1")])
         new = await conn.new_session(cwd=home.cwd, mcp_servers=[server])
         await editor.wait_for(lambda: editor.of("agent_message_chunk", new.session_id))
-    assert new.field_meta == {"pisces": {"mcpServers": "unsupported", "ignored": ["files"]}}
-    assert "no MCP client" in editor.text() and "files" in editor.text()
+        await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=prompt_text("echo")), HANG)
+    assert new.field_meta == {"pisces": {"mcpServers": "started", "ignored": []}}
+    assert "Starting MCP servers" in editor.text() and "files" in editor.text()
+    assert "echo: via acp" in json.dumps([m for _, m in editor.wire])
 
 
 async def test_no_notification_reaches_the_client_before_the_session_new_response(home):

@@ -55,6 +55,7 @@ class AgentSession(SessionSwitching):
         self._ui: SessionUI | None = None  # the mode's SessionUI (see ``ui``), or built by ``ui_factory`` on first use
         self.ui_factory: Callable[[], SessionUI] | None = None
         self.tool_groups: dict[str, dict[str, Any]] = {}  # extension and host tools (pisces.core.tools.groups)
+        self.mcp: Any = None  # the MCP servers' manager, when any is configured (pisces.core.mcp)
         # --skill/--prompt-template paths and those extensions add (resources_discover); --no-skills and friends
         self.resources: dict[str, Any] = {"skillPaths": [], "promptPaths": [], "skills": True, "promptTemplates": True}
         self._next_turn: list[Any] = []  # custom messages sent with the next prompt
@@ -678,6 +679,11 @@ class AgentSession(SessionSwitching):
             await asyncio.wait_for(self.agent.wait_for_idle(), timeout=0.5)
         except asyncio.TimeoutError:
             pass
+        if self.mcp is not None:  # every server stopped, its process group ended
+            try:
+                await asyncio.wait_for(self.mcp.close(), timeout=8.0)
+            except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - exiting regardless
+                self.mcp.kill_all()
         self.store.close()
 
 

@@ -107,6 +107,7 @@ class _Plan:
     backends: Any
     fork: str | None
     approval_mode: str | None
+    mcp_servers: dict[str, Any] | None  # MCP servers a front end gave (ACP's session/new), besides mcp.json
 
 
 def _begin(*, cwd: str | None = None, provider: str | None = None, model: str | None = None,
@@ -119,7 +120,8 @@ def _begin(*, cwd: str | None = None, provider: str | None = None, model: str | 
            no_extensions: bool = False, extension_flags: list[str] | None = None,
            skill_paths: list[str] | None = None, no_skills: bool = False,
            prompt_template_paths: list[str] | None = None, no_prompt_templates: bool = False,
-           backends: Any = None, fork: str | None = None, approval_mode: str | None = None) -> _Plan:
+           backends: Any = None, fork: str | None = None, approval_mode: str | None = None,
+           mcp_servers: dict[str, Any] | None = None) -> _Plan:
     plan = _Plan()
     plan.__dict__.update(locals())
     del plan.__dict__["plan"]
@@ -258,11 +260,21 @@ def _finish(plan: _Plan) -> AgentSession:
     if todos_enabled(settings):
         attach_todos(sess)
     attach_stream_rules(sess)  # the rule files are read on the first turn (docs/planning.md)
+    if plan.mcp_servers or _mcp_config_present(cwd, adir):  # otherwise nothing of pisces.core.mcp is imported
+        from pisces.core.mcp import attach as attach_mcp  # noqa: PLC0415 - only with an MCP configuration
+
+        attach_mcp(sess, extra=plan.mcp_servers)
     if _has_budget_settings(settings):  # otherwise nothing of pisces.core.budget is even imported
         from pisces.core.budget import attach_from_settings  # noqa: PLC0415 - not needed at start-up
 
         attach_from_settings(sess)
     return sess
+
+
+def _mcp_config_present(cwd: str, adir: str) -> bool:
+    """Whether a file that may list MCP servers exists (the list is pisces.core.mcp.config.config_files)."""
+    return any(os.path.exists(p) for p in (os.path.join(adir, "mcp.json"), os.path.join(cwd, ".mcp.json"),
+                                           os.path.join(cwd, ".pisces", "mcp.json")))
 
 
 def _has_budget_settings(settings: Settings) -> bool:

@@ -41,8 +41,9 @@ from .delegate import Binding, ClientFiles, ClientTerminal
 from .outbox import ResponseWatch
 from .sessions import AcpSession
 
-MCP_NOTICE = ("pisces has no MCP client yet, so these MCP servers were not started and their tools are not "
+MCP_NOTICE = ("These MCP servers could not be started (see pisces' stderr for why) and their tools are not "
               "available in this session: {names}.")
+MCP_STARTING = "Starting MCP servers for this session (their tools are named mcp__<server>__<tool>): {names}."
 
 
 class PiscesAgent:
@@ -79,24 +80,26 @@ class PiscesAgent:
 
     async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any) -> NewSessionResponse:
         acp_session = await self._open(cwd, None)
-        self._after_open(acp_session, mcp_servers)
+        ignored = await self._after_open(acp_session, mcp_servers)
         return NewSessionResponse(session_id=acp_session.id, modes=acp_session.settings.modes(),
-                                  config_options=acp_session.settings.options(), field_meta=_mcp_meta(mcp_servers))
+                                  config_options=acp_session.settings.options(),
+                                  field_meta=_mcp_meta(mcp_servers, ignored))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            **kwargs: Any) -> LoadSessionResponse:
         acp_session = await self._existing_or_open(cwd, session_id)
         await acp_session.replay()
-        self._after_open(acp_session, mcp_servers)
+        ignored = await self._after_open(acp_session, mcp_servers)
         return LoadSessionResponse(modes=acp_session.settings.modes(), config_options=acp_session.settings.options(),
-                                   field_meta=_mcp_meta(mcp_servers))
+                                   field_meta=_mcp_meta(mcp_servers, ignored))
 
     async def resume_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                              **kwargs: Any) -> ResumeSessionResponse:
         acp_session = await self._existing_or_open(cwd, session_id)
-        self._after_open(acp_session, mcp_servers)
+        ignored = await self._after_open(acp_session, mcp_servers)
         return ResumeSessionResponse(modes=acp_session.settings.modes(),
-                                     config_options=acp_session.settings.options(), field_meta=_mcp_meta(mcp_servers))
+                                     config_options=acp_session.settings.options(),
+                                     field_meta=_mcp_meta(mcp_servers, ignored))
 
     async def close_session(self, session_id: str, **kwargs: Any) -> None:
         acp_session = self._sessions.pop(session_id, None)
@@ -199,12 +202,20 @@ class PiscesAgent:
         shell = ClientTerminal(self._conn, binding) if caps is not None and caps.terminal else None
         return ToolBackends(files=files, shell=shell)
 
-    def _after_open(self, acp_session: AcpSession, mcp_servers: list[Any] | None) -> None:
-        """What the client hears once it has the session: the commands, and MCP servers pisces cannot run."""
+    async def _after_open(self, acp_session: AcpSession, mcp_servers: list[Any] | None) -> list[str]:
+        """What the client hears once it has the session: the commands, and the MCP servers it passed (started
+        for this session); returns the names of those that could not start."""
+        ignored: list[str] = []
         self._watch.expect(acp_session.id, acp_session.outbox)
         if mcp_servers:
-            acp_session.post_text(MCP_NOTICE.format(names=", ".join(_server_name(s) for s in mcp_servers)))
+            started = await _start_mcp(acp_session.session, mcp_servers)
+            ignored = [_server_name(s) for s in mcp_servers if _server_name(s) not in started]
+            if started:
+                acp_session.post_text(MCP_STARTING.format(names=", ".join(started)))
+            if ignored:
+                acp_session.post_text(MCP_NOTICE.format(names=", ".join(ignored)))
         acp_session.announce_commands()
+        return ignored
 
 
 def _unknown(session_id: str) -> RequestError:
@@ -216,7 +227,36 @@ def _server_name(server: Any) -> str:
     return str(getattr(server, "name", None) or getattr(server, "command", None) or getattr(server, "url", "?"))
 
 
-def _mcp_meta(mcp_servers: list[Any] | None) -> dict[str, Any] | None:
+def _pairs(items: Any) -> dict[str, str]:
+    return {str(getattr(i, "name", "")): str(getattr(i, "value", "")) for i in items or []}
+
+
+def _mcp_config(server: Any) -> dict[str, Any]:
+    """An ACP McpServer (stdio, http or sse) as an ``mcpServers`` entry of docs/mcp.md."""
+    url = getattr(server, "url", None)
+    if url:
+        return {"type": "sse" if getattr(server, "type", "http") == "sse" else "http", "url": str(url),
+                "headers": _pairs(getattr(server, "headers", None))}
+    return {"command": str(getattr(server, "command", "")), "args": [str(a) for a in getattr(server, "args", [])],
+            "env": _pairs(getattr(server, "env", None))}
+
+
+async def _start_mcp(session: Any, mcp_servers: list[Any]) -> list[str]:
+    """Start the client's servers for this session and wait until each is connected or has failed (at most its
+    ``timeout``, 30 s), so that the first prompt sees their tools; returns the names that connected."""
+    from pisces.core.mcp import attach  # noqa: PLC0415 - only when a client passes servers
+
+    extra = {_server_name(s): _mcp_config(s) for s in mcp_servers}
+    manager = attach(session, extra=extra)
+    if manager is None:
+        return []
+    waiting = [manager.servers[name] for name in extra if name in manager.servers]
+    await asyncio.gather(*(server.wait_started() for server in waiting))
+    return [server.cfg.name for server in waiting if server.state == "connected"]
+
+
+def _mcp_meta(mcp_servers: list[Any] | None, ignored: list[str]) -> dict[str, Any] | None:
     if not mcp_servers:
         return None
-    return {"pisces": {"mcpServers": "unsupported", "ignored": [_server_name(s) for s in mcp_servers]}}
+    return {"pisces": {"mcpServers": "started" if len(ignored) < len(mcp_servers) else "not started",
+                       "ignored": list(ignored)}}

@@ -457,6 +457,38 @@ def h_set_host_tools(server: Any, cmd: dict[str, Any]) -> Any:
     return {"toolNames": names}
 
 
+# -- MCP servers (docs/mcp.md) -------------------------------------------------------------------------
+def _mcp(server: Any) -> Any:
+    manager = getattr(server.session, "mcp", None)
+    if manager is None:
+        raise RpcError("No MCP server is configured (docs/mcp.md: mcpServers in ~/.pisces/agent/mcp.json, "
+                       ".pisces/mcp.json or .mcp.json)")
+    return manager
+
+
+def h_mcp_status(server: Any, cmd: dict[str, Any]) -> Any:
+    manager = getattr(server.session, "mcp", None)
+    return {"servers": []} if manager is None else manager.status()
+
+
+async def _mcp_call(coro: Any) -> Any:
+    try:
+        return await coro
+    except ValueError as exc:
+        raise RpcError(str(exc)) from None
+
+
+def h_mcp_toggle(server: Any, cmd: dict[str, Any]) -> Any:
+    enabled = cmd.get("enabled")
+    if not isinstance(enabled, bool):
+        raise RpcError("mcp_toggle needs 'server' (a name) and 'enabled' (true or false)")
+    return _mcp_call(_mcp(server).toggle(cmd.get("server"), enabled))
+
+
+def h_mcp_reconnect(server: Any, cmd: dict[str, Any]) -> Any:
+    return _mcp_call(_mcp(server).reconnect(cmd.get("server")))
+
+
 # -- tool approval (docs/approval.md) -----------------------------------------------------------------
 def h_negotiate_protocol(server: Any, cmd: dict[str, Any]) -> Any:
     caps = cmd.get("clientCapabilities", cmd.get("capabilities"))
@@ -595,4 +627,7 @@ COMMANDS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "set_todos": h_set_todos,
     "rename_session": h_rename_session,
     "delete_session": h_delete_session,
+    "mcp_status": h_mcp_status,
+    "mcp_toggle": h_mcp_toggle,
+    "mcp_reconnect": h_mcp_reconnect,
 }
