@@ -99,7 +99,10 @@ def test_list_models_prints_the_catalogue_with_key_status(env, tmp_path):
     assert any(row[0] == "openai" and row[-1] == "env:OPENAI_API_KEY" for row in rows)
     assert any(row[:2] == ["faux", "faux"] for row in rows)
     search = run("--list-models", "sonnet", env=env, cwd=str(tmp_path)).stdout.splitlines()[1:]
-    assert search and all("sonnet" in line for line in search)
+    # pi's fuzzy search: every word, or the letters in order; the whole catalogue's sonnets are there
+    assert any(line.split()[:2] == ["anthropic", "claude-sonnet-4-6"] for line in search)
+    assert any(line.split()[:2] == ["openrouter", "anthropic/claude-sonnet-4.6"] for line in search)
+    assert not any(line.split()[0] == "faux" for line in search)
     assert run("--list-models", "zzzqqq", env=env, cwd=str(tmp_path)).stdout.strip() == 'No models matching "zzzqqq"'
 
 
