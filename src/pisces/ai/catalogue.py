@@ -9,7 +9,7 @@ Guarantees:
 
 from __future__ import annotations
 
-from importlib import resources
+import os
 from typing import Any
 
 import msgspec
@@ -52,7 +52,9 @@ _entries = msgspec.json.Decoder(list[_Entry])
 def _load() -> _Catalogue:
     global _index
     if _index is None:
-        raw = resources.files("pisces.ai").joinpath("catalogue.json").read_bytes()
+        # a plain read: importlib.resources would import some twenty modules at start-up
+        with open(os.path.join(os.path.dirname(__file__), "catalogue.json"), "rb") as f:
+            raw = f.read()
         _index = msgspec.json.decode(raw, type=_Catalogue)
     return _index
 
