@@ -106,6 +106,26 @@ def test_list_models_prints_the_catalogue_with_key_status(env, tmp_path):
     assert run("--list-models", "zzzqqq", env=env, cwd=str(tmp_path)).stdout.strip() == 'No models matching "zzzqqq"'
 
 
+def test_list_models_filters_by_provider_capability_price_and_key(env, tmp_path):
+    from pisces.ai import catalogue
+
+    env = {**env, "GROQ_API_KEY": "gsk-test"}
+    r = run("--list-models", "provider:groq is:reasoning max-input:0.2", env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    rows = [line.split() for line in r.stdout.splitlines()[1:]]
+    want = sorted(m.id for m in catalogue.models("groq") if m.reasoning and m.cost.input <= 0.2)
+    assert want and [row[1] for row in rows] == want
+    assert all(row[0] == "groq" and row[4] == "yes" and row[-1] == "env:GROQ_API_KEY" for row in rows)
+    r = run("--list-models", "is:available", env=env, cwd=str(tmp_path))
+    assert {line.split()[0] for line in r.stdout.splitlines()[1:]} == {"groq", "faux"}
+    r = run("--list-models", "is:images context:1m gemini", env=env, cwd=str(tmp_path))
+    rows = [line.split() for line in r.stdout.splitlines()[1:]]
+    assert ["google", "gemini-2.5-pro"] in [row[:2] for row in rows]
+    assert all(row[5] == "yes" and row[2].endswith("M") for row in rows)  # images, a window of 1M or more
+    r = run("--list-models", "context:lots", env=env, cwd=str(tmp_path))
+    assert r.returncode == 2 and 'context needs a number, not "lots"' in r.stderr
+
+
 def _make_session(env, cwd, text):
     r = run("--provider", "faux", "--faux-script", _script(cwd), "-p", text, env=env, cwd=cwd)
     assert r.returncode == 0, r.stderr

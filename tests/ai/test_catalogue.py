@@ -99,3 +99,16 @@ def test_generator_output_matches_the_package():
         data = gen_catalogue._dump(Path(tmp) / "package" / "dist")
     committed = json.loads((ROOT / "src" / "pisces" / "ai" / "catalogue.json").read_text())
     assert gen_catalogue.build(data, "0.73.1") == committed
+
+
+async def test_every_catalogue_api_is_served_or_refused_clearly():
+    from pisces.ai.providers import NOT_IMPLEMENTED, known_apis
+    from pisces.ai.stream import stream
+    from pisces.ai.types import Context, StreamOptions, UserMessage
+
+    apis = {m.api for m in catalogue.all_models()}
+    assert apis <= set(known_apis()) | set(NOT_IMPLEMENTED)
+    bedrock = catalogue.models("amazon-bedrock")[0]
+    events = [e async for e in stream(bedrock, Context(messages=[UserMessage(content="hi")]), StreamOptions())]
+    assert events[-1].error.errorMessage.startswith(
+        "The Amazon Bedrock (Converse stream) API ('bedrock-converse-stream') is not implemented in pisces yet")

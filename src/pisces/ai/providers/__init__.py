@@ -21,6 +21,15 @@ _MODULES: dict[str, str] = {
 }
 _loaded: dict[str, ModuleType] = {}
 
+# APIs of pi's catalogue that pisces does not speak yet: their models are listed, and a request says so.
+NOT_IMPLEMENTED: dict[str, str] = {
+    "bedrock-converse-stream": "Amazon Bedrock (Converse stream)",
+    "azure-openai-responses": "Azure OpenAI (Responses)",
+    "google-vertex": "Google Vertex AI",
+    "mistral-conversations": "Mistral (Conversations)",
+    "openai-codex-responses": "OpenAI Codex (ChatGPT subscription)",
+}
+
 
 def known_apis() -> list[str]:
     return list(_MODULES)
@@ -36,6 +45,9 @@ def get_provider(api: str) -> ModuleType:
     mod = _loaded.get(api)
     if mod is None:
         path = _MODULES.get(api)
+        if path is None and api in NOT_IMPLEMENTED:
+            raise LookupError(f"The {NOT_IMPLEMENTED[api]} API ('{api}') is not implemented in pisces yet; "
+                              "see docs/providers.md for the providers that are")
         if path is None:
             raise LookupError(f"No provider for API '{api}'. Known APIs: {', '.join(_MODULES)}")
         mod = importlib.import_module(path)
