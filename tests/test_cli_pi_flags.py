@@ -126,6 +126,24 @@ def test_list_models_filters_by_provider_capability_price_and_key(env, tmp_path)
     assert r.returncode == 2 and 'context needs a number, not "lots"' in r.stderr
 
 
+def test_get_available_models_lists_only_providers_with_credentials(env, tmp_path):
+    """Over RPC, as pi: a key from the provider's variable (Groq) or from auth.json (Z.ai) makes all of that
+    provider's catalogue models available; no other provider's models are listed."""
+    from pisces.ai import catalogue  # noqa: PLC0415 - the expected ids come from the catalogue itself
+
+    (tmp_path / "agent" / "auth.json").write_text(json.dumps({"zai": {"type": "api_key", "key": "zk"}}))
+    env = {**env, "GROQ_API_KEY": "gsk-test"}
+    r = run("--mode", "rpc", "--no-session", stdin='{"id":"m","type":"get_available_models"}\n', env=env,
+            cwd=str(tmp_path))
+    reply = [json.loads(line) for line in r.stdout.splitlines() if '"get_available_models"' in line][-1]
+    models = reply["data"]["models"]
+    assert {m["provider"] for m in models} == {"groq", "zai"}
+    assert [m["id"] for m in models if m["provider"] == "groq"] == [m.id for m in catalogue.models("groq")]
+    assert len([m for m in models if m["provider"] == "zai"]) == len(catalogue.models("zai"))
+    zai = next(m for m in models if m["provider"] == "zai")
+    assert zai["baseUrl"] == "https://api.z.ai/api/coding/paas/v4" and zai["compat"]["thinkingFormat"] == "zai"
+
+
 def _make_session(env, cwd, text):
     r = run("--provider", "faux", "--faux-script", _script(cwd), "-p", text, env=env, cwd=cwd)
     assert r.returncode == 0, r.stderr
