@@ -129,7 +129,7 @@ def test_list_models_filters_by_provider_capability_price_and_key(env, tmp_path)
 def test_get_available_models_lists_only_providers_with_credentials(env, tmp_path):
     """Over RPC, as pi: a key from the provider's variable (Groq) or from auth.json (Z.ai) makes all of that
     provider's catalogue models available; no other provider's models are listed."""
-    from pisces.ai import catalogue  # noqa: PLC0415 - the expected ids come from the catalogue itself
+    from pisces.ai import catalogue
 
     (tmp_path / "agent" / "auth.json").write_text(json.dumps({"zai": {"type": "api_key", "key": "zk"}}))
     env = {**env, "GROQ_API_KEY": "gsk-test"}

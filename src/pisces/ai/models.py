@@ -10,7 +10,8 @@ from typing import Any
 
 from pisces.ai.types import THINKING_LEVELS, Model, ModelCost, Usage, num
 
-KNOWN_APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai", "faux")
+KNOWN_APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai",
+              "azure-openai-responses", "faux")
 
 
 def builtin_models() -> list[Model]:

@@ -17,6 +17,7 @@ _MODULES: dict[str, str] = {
     "openai-completions": "pisces.ai.providers.openai_completions",
     "openai-responses": "pisces.ai.providers.openai_responses",
     "google-generative-ai": "pisces.ai.providers.google",
+    "azure-openai-responses": "pisces.ai.providers.azure_openai",
     "faux": "pisces.ai.providers.faux",
 }
 _loaded: dict[str, ModuleType] = {}
@@ -24,7 +25,6 @@ _loaded: dict[str, ModuleType] = {}
 # APIs of pi's catalogue that pisces does not speak yet: their models are listed, and a request says so.
 NOT_IMPLEMENTED: dict[str, str] = {
     "bedrock-converse-stream": "Amazon Bedrock (Converse stream)",
-    "azure-openai-responses": "Azure OpenAI (Responses)",
     "google-vertex": "Google Vertex AI",
     "mistral-conversations": "Mistral (Conversations)",
     "openai-codex-responses": "OpenAI Codex (ChatGPT subscription)",
@@ -61,6 +61,7 @@ SDK_MODULES: dict[str, str] = {
     "openai-completions": "openai",
     "openai-responses": "openai",
     "google-generative-ai": "google.genai",
+    "azure-openai-responses": "openai",
 }
 
 

@@ -123,13 +123,15 @@ def prepare() -> None:
         import_sdk("openai").AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1/v1")
 
 
-async def open_stream(model: Model, options: StreamOptions, path: str, body: dict[str, Any]) -> Any:
-    """POST ``body`` through the SDK (auth, retries, status errors) and return the raw streamed response."""
+async def open_stream(model: Model, options: StreamOptions, path: str, body: dict[str, Any],
+                      make_client: Callable[[Model, str], Any] | None = None) -> Any:
+    """POST ``body`` through the SDK (auth, retries, status errors) and return the raw streamed response.
+    ``make_client(model, key)`` builds another SDK client than ``AsyncOpenAI`` (Azure's)."""
     api_key = resolve_api_key(model, options)
     if not api_key:
         raise ProviderError(missing_key_message(model.provider))
     try:
-        client = get_client(model, api_key)
+        client = (make_client or get_client)(model, api_key)
         import httpx2  # noqa: PLC0415 - the SDK's HTTP client, already imported with it
     except ImportError as exc:
         raise ProviderError(f"The {model.api} API needs the '{exc.name or 'openai'}' package: "
