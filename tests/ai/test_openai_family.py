@@ -226,3 +226,43 @@ async def test_missing_key_names_the_providers_variable(server, keyed):
     events = await collect(model, ctx(user("q")), options_factory(None)())
     assert "OPENROUTER_API_KEY" in final(events).errorMessage
     assert server.requests == []
+
+
+async def test_mistral_through_its_openai_compatible_endpoint(server, keyed):
+    """pi's ``mistral-conversations`` models, sent to Mistral's Chat Completions endpoint with its quirks."""
+    key = keyed("mistral")
+    model = next(m for m in catalogue.models("mistral") if not m.reasoning)
+    assert model.api == "mistral-conversations" and model.baseUrl == "https://api.mistral.ai"
+    model = msgspec.structs.replace(model, baseUrl=server.url, input=list(model.input))
+    call = ToolCall(id="toolu_01ABCdef-long-id", name="read", arguments={"path": "a"})
+    prior = AssistantMessage(content=[ThinkingContent(thinking="Plan."), TextContent(text="Reading."), call],
+                             api="anthropic-messages", provider="anthropic", model="claude-x", stopReason="toolUse")
+    result = ToolResultMessage(toolCallId=call.id, toolName="read", content=[TextContent(text="A")], isError=False)
+    server.push(Reply.sse([
+        sse_chunk({"role": "assistant", "content": "Done."}),
+        sse_chunk({}, "stop"),
+        sse_chunk(usage={"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}),
+    ], done=True))
+    events = await collect(model, ctx(user("a"), prior, result, user("b"), tools=[TOOL]),
+                           options_factory(None)(maxTokens=500))
+    assert kinds(events)[-1] == "done", final(events).errorMessage
+    msg = final(events)
+    assert msg.content[0].text == "Done." and msg.api == "mistral-conversations" and msg.usage.input == 50
+    req = server.requests[0]
+    assert req.path == "/v1/chat/completions" and req.headers["authorization"] == f"Bearer {key}"
+    body = req.body
+    assert body["max_tokens"] == 500 and "max_completion_tokens" not in body and "store" not in body
+    msgs = body["messages"]
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    sent_id = msgs[2]["tool_calls"][0]["id"]
+    assert len(sent_id) == 9 and sent_id.isalnum() and msgs[3]["tool_call_id"] == sent_id
+    assert msgs[3]["name"] == "read"
+    assert msgs[2]["content"] == "Plan.Reading."  # another model's thinking arrives as text already
+    # the same model's own thinking is replayed as text blocks, as Mistral needs
+    own = AssistantMessage(content=[ThinkingContent(thinking="Plan."), TextContent(text="Answer.")], api=model.api,
+                           provider="mistral", model=model.id, stopReason="stop")
+    server.push(Reply.sse([sse_chunk({"content": "ok"}), sse_chunk({}, "stop")], done=True))
+    await collect(model, ctx(user("a"), own, user("b")), options_factory(None)())
+    assert server.requests[1].body["messages"][2]["content"] == [{"type": "text", "text": "Plan."},
+                                                                 {"type": "text", "text": "Answer."}]
+    assert msgs[4] == {"role": "assistant", "content": "I have processed the tool results."}

@@ -11,7 +11,7 @@ from typing import Any
 from pisces.ai.types import THINKING_LEVELS, Model, ModelCost, Usage, num
 
 KNOWN_APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai",
-              "azure-openai-responses", "faux")
+              "azure-openai-responses", "mistral-conversations", "faux")
 
 
 def builtin_models() -> list[Model]:

@@ -18,6 +18,7 @@ _MODULES: dict[str, str] = {
     "openai-responses": "pisces.ai.providers.openai_responses",
     "google-generative-ai": "pisces.ai.providers.google",
     "azure-openai-responses": "pisces.ai.providers.azure_openai",
+    "mistral-conversations": "pisces.ai.providers.mistral",
     "faux": "pisces.ai.providers.faux",
 }
 _loaded: dict[str, ModuleType] = {}
@@ -26,7 +27,6 @@ _loaded: dict[str, ModuleType] = {}
 NOT_IMPLEMENTED: dict[str, str] = {
     "bedrock-converse-stream": "Amazon Bedrock (Converse stream)",
     "google-vertex": "Google Vertex AI",
-    "mistral-conversations": "Mistral (Conversations)",
     "openai-codex-responses": "OpenAI Codex (ChatGPT subscription)",
 }
 
@@ -62,6 +62,7 @@ SDK_MODULES: dict[str, str] = {
     "openai-responses": "openai",
     "google-generative-ai": "google.genai",
     "azure-openai-responses": "openai",
+    "mistral-conversations": "openai",
 }
 
 

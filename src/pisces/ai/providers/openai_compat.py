@@ -27,20 +27,22 @@ def get_compat(model: Model) -> dict[str, Any]:
     grok = provider == "xai" or "api.x.ai" in base
     deepseek = provider == "deepseek" or "deepseek.com" in base
     openrouter = provider == "openrouter" or "openrouter.ai" in base
+    mistral = provider == "mistral" or "mistral.ai" in base
     non_standard = (provider in ("cerebras", "xai", "opencode", "opencode-go") or any(
         h in base for h in ("cerebras.ai", "api.x.ai", "chutes.ai", "deepseek.com", "opencode.ai"))
-        or deepseek or zai or moonshot or cf_workers or cf_gateway)  # deepseek: pi knows it by its host only
+        or deepseek or zai or moonshot or cf_workers or cf_gateway or mistral)  # deepseek: pi knows it by its host only
     compat: dict[str, Any] = {
         "supportsStore": not non_standard,
         "supportsDeveloperRole": not non_standard,
         "supportsReasoningEffort": not (grok or zai or moonshot or cf_gateway),
         "reasoningEffortMap": {},
         "supportsUsageInStreaming": True,
-        "maxTokensField": "max_tokens" if ("chutes.ai" in base or moonshot or cf_gateway)
+        "maxTokensField": "max_tokens" if ("chutes.ai" in base or moonshot or cf_gateway or mistral)
         else "max_completion_tokens",
-        "requiresToolResultName": False,
-        "requiresAssistantAfterToolResult": False,
-        "requiresThinkingAsText": False,
+        # Mistral's chat completions (earlier pi versions' flags for it, before pi moved it to its own API)
+        "requiresToolResultName": mistral,
+        "requiresAssistantAfterToolResult": mistral,
+        "requiresThinkingAsText": mistral,
         "requiresReasoningContentOnAssistantMessages": deepseek,
         "thinkingFormat": "deepseek" if deepseek else "zai" if zai else "openrouter" if openrouter else "openai",
         "zaiToolStream": False,

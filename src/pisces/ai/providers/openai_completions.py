@@ -14,6 +14,7 @@ The helpers above the ``Chat Completions`` banner are shared with ``openai_respo
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import sys
@@ -302,6 +303,8 @@ def _normalize_call_id(model: Model) -> Callable[[str], str]:
             return re.sub(r"[^a-zA-Z0-9_-]", "_", call_id.split("|", 1)[0])[:40]
         if model.provider == "openai" and len(call_id) > 40:
             return call_id[:40]
+        if model.provider == "mistral" and not re.fullmatch(r"[a-zA-Z0-9]{9}", call_id):
+            return hashlib.sha1(call_id.encode()).hexdigest()[:9]  # Mistral takes 9 letters or digits only
         return call_id
 
     return normalize
