@@ -46,7 +46,7 @@ class _Entry(msgspec.Struct, omit_defaults=True):
 
 _index: _Catalogue | None = None
 _decoded: dict[str, list[Model]] = {}
-_entries = msgspec.json.Decoder(list[_Entry])
+_entries: Any = None  # msgspec.json.Decoder(list[_Entry]), built on first decode
 
 
 def _load() -> _Catalogue:
@@ -76,12 +76,15 @@ def env_keys() -> dict[str, list[str]]:
 
 def models(provider: str) -> list[Model]:
     """The provider's models (an empty list for a provider the catalogue does not have)."""
+    global _entries
     built = _decoded.get(provider)
     if built is None:
         conf = _load().providers.get(provider)
         if conf is None:
             return []
         built = []
+        if _entries is None:
+            _entries = msgspec.json.Decoder(list[_Entry])
         for e in _entries.decode(conf.models):
             m = Model(id=e.id, name=e.name or e.id, api=e.api or conf.api, provider=provider,
                       baseUrl=e.baseUrl if e.baseUrl is not None else conf.baseUrl, reasoning=e.reasoning,
