@@ -99,8 +99,49 @@ def test_list_models_prints_the_catalogue_with_key_status(env, tmp_path):
     assert any(row[0] == "openai" and row[-1] == "env:OPENAI_API_KEY" for row in rows)
     assert any(row[:2] == ["faux", "faux"] for row in rows)
     search = run("--list-models", "sonnet", env=env, cwd=str(tmp_path)).stdout.splitlines()[1:]
-    assert search and all("sonnet" in line for line in search)
+    # pi's fuzzy search: every word, or the letters in order; the whole catalogue's sonnets are there
+    assert any(line.split()[:2] == ["anthropic", "claude-sonnet-4-6"] for line in search)
+    assert any(line.split()[:2] == ["openrouter", "anthropic/claude-sonnet-4.6"] for line in search)
+    assert not any(line.split()[0] == "faux" for line in search)
     assert run("--list-models", "zzzqqq", env=env, cwd=str(tmp_path)).stdout.strip() == 'No models matching "zzzqqq"'
+
+
+def test_list_models_filters_by_provider_capability_price_and_key(env, tmp_path):
+    from pisces.ai import catalogue
+
+    env = {**env, "GROQ_API_KEY": "gsk-test"}
+    r = run("--list-models", "provider:groq is:reasoning max-input:0.2", env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    rows = [line.split() for line in r.stdout.splitlines()[1:]]
+    want = sorted(m.id for m in catalogue.models("groq") if m.reasoning and m.cost.input <= 0.2)
+    assert want and [row[1] for row in rows] == want
+    assert all(row[0] == "groq" and row[4] == "yes" and row[-1] == "env:GROQ_API_KEY" for row in rows)
+    r = run("--list-models", "is:available", env=env, cwd=str(tmp_path))
+    assert {line.split()[0] for line in r.stdout.splitlines()[1:]} == {"groq", "faux"}
+    r = run("--list-models", "is:images context:1m gemini", env=env, cwd=str(tmp_path))
+    rows = [line.split() for line in r.stdout.splitlines()[1:]]
+    assert ["google", "gemini-2.5-pro"] in [row[:2] for row in rows]
+    assert all(row[5] == "yes" and row[2].endswith("M") for row in rows)  # images, a window of 1M or more
+    r = run("--list-models", "context:lots", env=env, cwd=str(tmp_path))
+    assert r.returncode == 2 and 'context needs a number, not "lots"' in r.stderr
+
+
+def test_get_available_models_lists_only_providers_with_credentials(env, tmp_path):
+    """Over RPC, as pi: a key from the provider's variable (Groq) or from auth.json (Z.ai) makes all of that
+    provider's catalogue models available; no other provider's models are listed."""
+    from pisces.ai import catalogue
+
+    (tmp_path / "agent" / "auth.json").write_text(json.dumps({"zai": {"type": "api_key", "key": "zk"}}))
+    env = {**env, "GROQ_API_KEY": "gsk-test"}
+    r = run("--mode", "rpc", "--no-session", stdin='{"id":"m","type":"get_available_models"}\n', env=env,
+            cwd=str(tmp_path))
+    reply = [json.loads(line) for line in r.stdout.splitlines() if '"get_available_models"' in line][-1]
+    models = reply["data"]["models"]
+    assert {m["provider"] for m in models} == {"groq", "zai"}
+    assert [m["id"] for m in models if m["provider"] == "groq"] == [m.id for m in catalogue.models("groq")]
+    assert len([m for m in models if m["provider"] == "zai"]) == len(catalogue.models("zai"))
+    zai = next(m for m in models if m["provider"] == "zai")
+    assert zai["baseUrl"] == "https://api.z.ai/api/coding/paas/v4" and zai["compat"]["thinkingFormat"] == "zai"
 
 
 def _make_session(env, cwd, text):

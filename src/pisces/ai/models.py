@@ -8,64 +8,24 @@ import re
 import subprocess
 from typing import Any
 
-from msgspec import UNSET
-
 from pisces.ai.types import THINKING_LEVELS, Model, ModelCost, Usage, num
 
-KNOWN_APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai", "faux")
+KNOWN_APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai",
+              "azure-openai-responses", "mistral-conversations", "faux")
 
 
-def _m(provider: str, api: str, base: str, id: str, name: str, *, reasoning: bool, window: int, max_tokens: int,
-       cost: tuple[float, float, float, float], images: bool = True, xhigh: bool = False) -> Model:
-    return Model(
-        id=id, name=name, api=api, provider=provider, baseUrl=base, reasoning=reasoning,
-        thinkingLevelMap={"xhigh": "xhigh"} if xhigh else UNSET,
-        input=["text", "image"] if images else ["text"],
-        cost=ModelCost(input=cost[0], output=cost[1], cacheRead=cost[2], cacheWrite=cost[3]),
-        contextWindow=window, maxTokens=max_tokens,
-    )
+def builtin_models() -> list[Model]:
+    """Every model of the built-in catalogue (pi's list, see ``pisces.ai.catalogue``), read on first use."""
+    from pisces.ai import catalogue  # noqa: PLC0415 - the catalogue is read only when a model list is needed
 
-_A = ("anthropic", "anthropic-messages", "https://api.anthropic.com")
-_O = ("openai", "openai-responses", "https://api.openai.com/v1")
-_G = ("google", "google-generative-ai", "https://generativelanguage.googleapis.com/v1beta")
+    return catalogue.all_models()
 
-# Prices are US dollars per million tokens: input, output, cache read, cache write.
-BUILTIN_MODELS: list[Model] = [
-    _m(*_A, "claude-opus-4-5", "Claude Opus 4.5", reasoning=True, window=200000, max_tokens=64000,
-       cost=(5, 25, 0.5, 6.25)),
-    _m(*_A, "claude-sonnet-4-5", "Claude Sonnet 4.5", reasoning=True, window=200000, max_tokens=64000,
-       cost=(3, 15, 0.3, 3.75)),
-    _m(*_A, "claude-haiku-4-5", "Claude Haiku 4.5", reasoning=True, window=200000, max_tokens=64000,
-       cost=(1, 5, 0.1, 1.25)),
-    _m(*_A, "claude-opus-4-1", "Claude Opus 4.1", reasoning=True, window=200000, max_tokens=32000,
-       cost=(15, 75, 1.5, 18.75)),
-    _m(*_A, "claude-sonnet-4-0", "Claude Sonnet 4", reasoning=True, window=200000, max_tokens=64000,
-       cost=(3, 15, 0.3, 3.75)),
-    _m(*_A, "claude-3-5-haiku-latest", "Claude Haiku 3.5", reasoning=False, window=200000, max_tokens=8192,
-       cost=(0.8, 4, 0.08, 1)),
-    _m(*_O, "gpt-5.1", "GPT-5.1", reasoning=True, window=400000, max_tokens=128000, cost=(1.25, 10, 0.125, 0)),
-    _m(*_O, "gpt-5", "GPT-5", reasoning=True, window=400000, max_tokens=128000, cost=(1.25, 10, 0.125, 0)),
-    _m(*_O, "gpt-5-mini", "GPT-5 mini", reasoning=True, window=400000, max_tokens=128000,
-       cost=(0.25, 2, 0.025, 0)),
-    _m(*_O, "gpt-5-nano", "GPT-5 nano", reasoning=True, window=400000, max_tokens=128000,
-       cost=(0.05, 0.4, 0.005, 0)),
-    _m(*_O, "gpt-4.1", "GPT-4.1", reasoning=False, window=1047576, max_tokens=32768, cost=(2, 8, 0.5, 0)),
-    _m(*_O, "gpt-4.1-mini", "GPT-4.1 mini", reasoning=False, window=1047576, max_tokens=32768,
-       cost=(0.4, 1.6, 0.1, 0)),
-    _m(*_O, "gpt-4o", "GPT-4o", reasoning=False, window=128000, max_tokens=16384, cost=(2.5, 10, 1.25, 0)),
-    _m(*_O, "gpt-4o-mini", "GPT-4o mini", reasoning=False, window=128000, max_tokens=16384,
-       cost=(0.15, 0.6, 0.075, 0)),
-    _m(*_O, "o3", "o3", reasoning=True, window=200000, max_tokens=100000, cost=(2, 8, 0.5, 0)),
-    _m(*_O, "o4-mini", "o4-mini", reasoning=True, window=200000, max_tokens=100000, cost=(1.1, 4.4, 0.275, 0)),
-    _m(*_G, "gemini-2.5-pro", "Gemini 2.5 Pro", reasoning=True, window=1048576, max_tokens=65536,
-       cost=(1.25, 10, 0.31, 0)),
-    _m(*_G, "gemini-2.5-flash", "Gemini 2.5 Flash", reasoning=True, window=1048576, max_tokens=65536,
-       cost=(0.3, 2.5, 0.075, 0)),
-    _m(*_G, "gemini-2.5-flash-lite", "Gemini 2.5 Flash-Lite", reasoning=True, window=1048576, max_tokens=65536,
-       cost=(0.1, 0.4, 0.025, 0)),
-    _m(*_G, "gemini-2.0-flash", "Gemini 2.0 Flash", reasoning=False, window=1048576, max_tokens=8192,
-       cost=(0.1, 0.4, 0.025, 0)),
-]
+
+def __getattr__(name: str) -> Any:
+    if name == "BUILTIN_MODELS":  # the old constant: now built on first access, never at import
+        return builtin_models()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # The scripted model, usable with no key (see pisces.ai.providers.faux).
 FAUX_MODELS: list[Model] = [
@@ -76,15 +36,38 @@ FAUX_MODELS: list[Model] = [
 ]
 
 # Environment variables that hold each built-in provider's key, in order of preference.
+# (pi 0.73.1's names; tests/ai/test_catalogue.py checks them against the catalogue. A table here, not read
+# from catalogue.json, so that checking for a key never reads the catalogue.)
 PROVIDER_ENV_KEYS: dict[str, tuple[str, ...]] = {
-    "anthropic": ("ANTHROPIC_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),  # pi also reads ANTHROPIC_OAUTH_TOKEN: a subscription token, left out
     "openai": ("OPENAI_API_KEY",),
     "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "azure-openai-responses": ("AZURE_OPENAI_API_KEY",),
+    "google-vertex": ("GOOGLE_CLOUD_API_KEY",),
+    "github-copilot": ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"),
+    "deepseek": ("DEEPSEEK_API_KEY",),
     "groq": ("GROQ_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",),
     "xai": ("XAI_API_KEY",),
     "openrouter": ("OPENROUTER_API_KEY",),
+    "vercel-ai-gateway": ("AI_GATEWAY_API_KEY",),
+    "zai": ("ZAI_API_KEY",),
     "mistral": ("MISTRAL_API_KEY",),
-    "cerebras": ("CEREBRAS_API_KEY",),
+    "minimax": ("MINIMAX_API_KEY",),
+    "minimax-cn": ("MINIMAX_CN_API_KEY",),
+    "moonshotai": ("MOONSHOT_API_KEY",),
+    "moonshotai-cn": ("MOONSHOT_API_KEY",),
+    "huggingface": ("HF_TOKEN",),
+    "fireworks": ("FIREWORKS_API_KEY",),
+    "opencode": ("OPENCODE_API_KEY",),
+    "opencode-go": ("OPENCODE_API_KEY",),
+    "kimi-coding": ("KIMI_API_KEY",),
+    "cloudflare-workers-ai": ("CLOUDFLARE_API_KEY",),
+    "cloudflare-ai-gateway": ("CLOUDFLARE_API_KEY",),
+    "xiaomi": ("XIAOMI_API_KEY",),
+    "xiaomi-token-plan-cn": ("XIAOMI_TOKEN_PLAN_CN_API_KEY",),
+    "xiaomi-token-plan-ams": ("XIAOMI_TOKEN_PLAN_AMS_API_KEY",),
+    "xiaomi-token-plan-sgp": ("XIAOMI_TOKEN_PLAN_SGP_API_KEY",),
 }
 
 
@@ -185,7 +168,9 @@ def _parse_models_config(data: Any) -> tuple[list[Model], dict[str, dict[str, An
     providers = data.get("providers", {})
     if not isinstance(providers, dict):
         raise ModelsConfigError("'providers' must be an object")
-    builtin_providers = {m.provider for m in BUILTIN_MODELS}
+    from pisces.ai import catalogue  # noqa: PLC0415 - read only when models.json has providers
+
+    builtin_providers = set(catalogue.provider_names()) if providers else set()
     models: list[Model] = []
     configs: dict[str, dict[str, Any]] = {}
     for pname, pconf in providers.items():

@@ -4,12 +4,16 @@ pi's columns (provider, model, context, max-out, thinking, images; sorted by pro
 ``key`` column saying where the provider's key comes from, or which variable to set. Unlike pi, models
 without a key are listed too (that is what the key column is for). The built-in faux model is listed last:
 it needs no key.
+
+Filters may be mixed into SEARCH (the other words are the fuzzy search): ``provider:NAME``, ``is:reasoning``,
+``is:images``, ``is:available`` (a key is set), ``context:N`` (at least N tokens; ``200k``, ``1m``),
+``max-input:D`` / ``max-output:D`` (at most D dollars per million tokens). A bad filter value is an error.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from pisces.ai.models import PROVIDER_ENV_KEYS
 from pisces.core.config.models_registry import ModelRegistry
@@ -50,10 +54,49 @@ def matches(search: str, text: str) -> bool:
     return True
 
 
+def _number(text: str, what: str) -> float:
+    scale = {"k": 1_000, "m": 1_000_000}.get(text[-1:].lower(), 1)
+    try:
+        return float(text[:-1] if scale != 1 else text) * scale
+    except ValueError:
+        raise ValueError(f'{what} needs a number, not "{text}"') from None
+
+
+def split_filters(search: str | None, registry: Any) -> tuple[str | None, list[Callable[[Any], bool]]]:
+    """The fuzzy-search words of SEARCH and a predicate per filter word (see the module docstring)."""
+    words: list[str] = []
+    preds: list[Callable[[Any], bool]] = []
+    for word in (search or "").split():
+        key, sep, value = word.partition(":")
+        key = key.lower()
+        if not sep or key not in ("provider", "is", "context", "max-input", "max-output"):
+            words.append(word)
+        elif key == "provider":
+            want = value.lower()
+            preds.append(lambda m, v=want: m.provider.lower() == v)
+        elif key == "is":
+            kinds = {"reasoning": lambda m: m.reasoning, "thinking": lambda m: m.reasoning,
+                     "images": lambda m: "image" in m.input,
+                     "available": lambda m: m.provider == "faux" or registry.auth.has_auth(m.provider)}
+            if value.lower() not in kinds:
+                raise ValueError(f'is: takes {", ".join(kinds)}, not "{value}"')
+            preds.append(kinds[value.lower()])
+        elif key == "context":
+            least = _number(value, key)
+            preds.append(lambda m, n=least: m.contextWindow >= n)
+        else:
+            field = "input" if key == "max-input" else "output"
+            most = _number(value, key)
+            preds.append(lambda m, n=most, f=field: getattr(m.cost, f) <= n)
+    return (" ".join(words) or None), preds
+
+
 def catalogue_lines(registry: Any, search: str | None = None) -> list[str]:
     models = sorted(registry.get_all(), key=lambda m: (m.provider == "faux", m.provider, m.id))
-    if search:
-        models = [m for m in models if matches(search, f"{m.provider} {m.id}")]
+    words, preds = split_filters(search, registry)
+    models = [m for m in models if all(p(m) for p in preds)]
+    if words:
+        models = [m for m in models if matches(words, f"{m.provider} {m.id}")]
     if not models:
         return [f'No models matching "{search}"'] if search else ["No models are configured."]
     statuses: dict[str, str] = {}
@@ -72,6 +115,11 @@ def run_list_models(search: str | None, *, api_key: str | None = None, provider:
     registry = ModelRegistry(api_key_override=api_key, override_provider=provider, enable_faux=True)
     if registry.load_error:
         sys.stderr.write(f"pisces: {registry.load_error}\n")
-    sys.stdout.write("\n".join(catalogue_lines(registry, search)) + "\n")
+    try:
+        lines = catalogue_lines(registry, search)
+    except ValueError as exc:
+        sys.stderr.write(f"pisces: --list-models: {exc}\n")
+        return 2
+    sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
     return 0

@@ -206,10 +206,14 @@ def test_unknown_model_placeholder():
     ("scripted", "scripted-reasoning", "scripted/scripted-reasoning", None),
     ("scripted", "scripted/scripted-reasoning", "scripted/scripted-reasoning", None),
     ("Scripted", "reasoning", "scripted/scripted-reasoning", None),
-    (None, "sonnet", "anthropic/claude-sonnet-4-5", None),  # partial: highest alias wins
-    (None, "opus:low", "anthropic/claude-opus-4-5", "low"),
+    # partial: the highest alias in localeCompare order wins, over the whole catalogue (pi 0.73.1's data)
+    (None, "sonnet", "amazon-bedrock/us.anthropic.claude-sonnet-4-6", None),
+    (None, "opus:low", "amazon-bedrock/us.anthropic.claude-opus-4-7", "low"),
+    ("anthropic", "sonnet", "anthropic/claude-sonnet-4-6", None),
     (None, "Scripted Model (OpenAI", "scripted/scripted-model", None),  # matches the name too
-    (None, "gpt-5-mini", "openai/gpt-5-mini", None),
+    ("openai", "gpt-5-mini", "openai/gpt-5-mini", None),
+    (None, "openai/gpt-5-mini", "openai/gpt-5-mini", None),
+    (None, "openrouter/openai/gpt-5-mini", "openrouter/openai/gpt-5-mini", None),
     ("anthropic", "haiku", "anthropic/claude-haiku-4-5", None),
     (None, "gemini-2.5-flash", "google/gemini-2.5-flash", None),  # exact beats partial
 ])
@@ -391,7 +395,9 @@ def test_scope_globs(pi_agent, monkeypatch):
     assert ids(s.model for s in reg.resolve_scope(["scripted/*"])) == ["scripted-model", "scripted-reasoning"]
     assert ids(s.model for s in reg.resolve_scope(["*claude*"]))[-1] == "scripted-claude"
     scoped = reg.resolve_scope(["anthropic/claude-opus-*:high", "claude-opus-4-5"])
-    assert [(s.model.id, s.thinking_level) for s in scoped] == [("claude-opus-4-5", "high"), ("claude-opus-4-1", "high")]
+    opus = [m.id for m in reg.get_all() if m.provider == "anthropic" and m.id.startswith("claude-opus-")]
+    assert "claude-opus-4-5" in opus and "claude-opus-4-1" in opus
+    assert [(s.model.id, s.thinking_level) for s in scoped] == [(mid, "high") for mid in opus]
     assert reg.resolve_scope(["SCRIPTED-[cm]*"]) and reg.resolve_scope(["zzz*"]) == []
     assert any("zzz*" in w for w in reg.warnings)
 

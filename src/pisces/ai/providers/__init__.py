@@ -17,9 +17,18 @@ _MODULES: dict[str, str] = {
     "openai-completions": "pisces.ai.providers.openai_completions",
     "openai-responses": "pisces.ai.providers.openai_responses",
     "google-generative-ai": "pisces.ai.providers.google",
+    "azure-openai-responses": "pisces.ai.providers.azure_openai",
+    "mistral-conversations": "pisces.ai.providers.mistral",
     "faux": "pisces.ai.providers.faux",
 }
 _loaded: dict[str, ModuleType] = {}
+
+# APIs of pi's catalogue that pisces does not speak yet: their models are listed, and a request says so.
+NOT_IMPLEMENTED: dict[str, str] = {
+    "bedrock-converse-stream": "Amazon Bedrock (Converse stream)",
+    "google-vertex": "Google Vertex AI",
+    "openai-codex-responses": "OpenAI Codex (ChatGPT subscription)",
+}
 
 
 def known_apis() -> list[str]:
@@ -36,6 +45,9 @@ def get_provider(api: str) -> ModuleType:
     mod = _loaded.get(api)
     if mod is None:
         path = _MODULES.get(api)
+        if path is None and api in NOT_IMPLEMENTED:
+            raise LookupError(f"The {NOT_IMPLEMENTED[api]} API ('{api}') is not implemented in pisces yet; "
+                              "see docs/providers.md for the providers that are")
         if path is None:
             raise LookupError(f"No provider for API '{api}'. Known APIs: {', '.join(_MODULES)}")
         mod = importlib.import_module(path)
@@ -49,6 +61,8 @@ SDK_MODULES: dict[str, str] = {
     "openai-completions": "openai",
     "openai-responses": "openai",
     "google-generative-ai": "google.genai",
+    "azure-openai-responses": "openai",
+    "mistral-conversations": "openai",
 }
 
 

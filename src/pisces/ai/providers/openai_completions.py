@@ -14,6 +14,7 @@ The helpers above the ``Chat Completions`` banner are shared with ``openai_respo
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import sys
@@ -40,6 +41,7 @@ from pisces.ai.providers._shared import (
     transform_messages,
     with_retry_after,
 )
+from pisces.ai.providers.openai_compat import apply_thinking, extra_headers, get_compat, resolve_base_url
 from pisces.ai.types import (
     UNSET,
     AssistantMessage,
@@ -106,10 +108,11 @@ def get_client(model: Model, api_key: str) -> Any:
 
     loop = asyncio.get_running_loop()
     per_loop = _clients.setdefault(loop, {})
-    key = (model.baseUrl, api_key)
+    base_url = resolve_base_url(model)  # Cloudflare's {CLOUDFLARE_ACCOUNT_ID}...; ValueError names what is unset
+    key = (base_url, api_key)
     client = per_loop.get(key)
     if client is None:
-        client = openai.AsyncOpenAI(api_key=api_key, base_url=model.baseUrl or None,
+        client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None,
                                     http_client=openai.DefaultAsyncHttpxClient(**http_client_options()))
         per_loop[key] = client
     return client
@@ -121,19 +124,25 @@ def prepare() -> None:
         import_sdk("openai").AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1/v1")
 
 
-async def open_stream(model: Model, options: StreamOptions, path: str, body: dict[str, Any]) -> Any:
-    """POST ``body`` through the SDK (auth, retries, status errors) and return the raw streamed response."""
+async def open_stream(model: Model, options: StreamOptions, path: str, body: dict[str, Any],
+                      make_client: Callable[[Model, str], Any] | None = None) -> Any:
+    """POST ``body`` through the SDK (auth, retries, status errors) and return the raw streamed response.
+    ``make_client(model, key)`` builds another SDK client than ``AsyncOpenAI`` (Azure's)."""
     api_key = resolve_api_key(model, options)
     if not api_key:
         raise ProviderError(missing_key_message(model.provider))
     try:
-        client = get_client(model, api_key)
+        client = (make_client or get_client)(model, api_key)
         import httpx2  # noqa: PLC0415 - the SDK's HTTP client, already imported with it
     except ImportError as exc:
         raise ProviderError(f"The {model.api} API needs the '{exc.name or 'openai'}' package: "
                             "pip install openai") from exc
+    except ValueError as exc:
+        raise ProviderError(str(exc)) from exc
 
     headers: dict[str, str] = dict(model.headers) if isinstance(model.headers, dict) else {}
+    if model.api == "openai-completions":
+        headers.update(extra_headers(model, api_key, options.sessionId, get_compat(model)))
     headers.update(options.headers or {})
     req: dict[str, Any] = {"max_retries": options.maxRetries}
     if headers:
@@ -288,36 +297,14 @@ def image_url(block: ImageContent) -> str:
 # =============================================================================================
 # Chat Completions
 # =============================================================================================
-_NON_STANDARD_HOSTS = ("cerebras.ai", "api.x.ai", "chutes.ai", "deepseek.com", "api.z.ai", "opencode.ai")
-_NON_STANDARD_PROVIDERS = ("cerebras", "xai", "zai", "opencode")
-
-
-def get_compat(model: Model) -> dict[str, Any]:
-    """pi's compat settings: detected from the provider and host, overridden by ``model.compat``."""
-    base = model.baseUrl or ""
-    non_standard = model.provider in _NON_STANDARD_PROVIDERS or any(h in base for h in _NON_STANDARD_HOSTS)
-    grok_or_zai = model.provider in ("xai", "zai") or "api.x.ai" in base or "api.z.ai" in base
-    compat: dict[str, Any] = {
-        "supportsStore": not non_standard,
-        "supportsDeveloperRole": not non_standard,
-        "supportsReasoningEffort": not grok_or_zai,
-        "reasoningEffortMap": {},
-        "supportsUsageInStreaming": True,
-        "maxTokensField": "max_tokens" if "chutes.ai" in base else "max_completion_tokens",
-        "requiresToolResultName": False,
-        "supportsStrictMode": True,
-    }
-    if isinstance(model.compat, dict):
-        compat.update({k: v for k, v in model.compat.items() if v is not None})
-    return compat
-
-
 def _normalize_call_id(model: Model) -> Callable[[str], str]:
     def normalize(call_id: str) -> str:
         if "|" in call_id:  # a Responses API id "call_id|item_id": keep the call id, as OpenAI allows it
             return re.sub(r"[^a-zA-Z0-9_-]", "_", call_id.split("|", 1)[0])[:40]
         if model.provider == "openai" and len(call_id) > 40:
             return call_id[:40]
+        if model.provider == "mistral" and not re.fullmatch(r"[a-zA-Z0-9]{9}", call_id):
+            return hashlib.sha1(call_id.encode()).hexdigest()[:9]  # Mistral takes 9 letters or digits only
         return call_id
 
     return normalize
@@ -327,6 +314,7 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> 
     messages = transform_messages(context.messages, model, _normalize_call_id(model))
     takes_images = "image" in model.input
     params: list[dict[str, Any]] = []
+    bridge = bool(compat.get("requiresAssistantAfterToolResult"))  # no user message right after tool results
     if isinstance(context.systemPrompt, str) and context.systemPrompt:
         role = "developer" if model.reasoning and compat["supportsDeveloperRole"] else "system"
         params.append({"role": role, "content": sanitize(context.systemPrompt)})
@@ -334,6 +322,8 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> 
     while i < len(messages):
         msg = messages[i]
         i += 1
+        if bridge and isinstance(msg, UserMessage) and i >= 2 and isinstance(messages[i - 2], ToolResultMessage):
+            params.append({"role": "assistant", "content": "I have processed the tool results."})
         if isinstance(msg, UserMessage):
             if isinstance(msg.content, str):
                 params.append({"role": "user", "content": sanitize(msg.content)})
@@ -347,12 +337,15 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> 
             if parts:
                 params.append({"role": "user", "content": parts})
         elif isinstance(msg, AssistantMessage):
-            entry: dict[str, Any] = {"role": "assistant", "content": None}
+            entry: dict[str, Any] = {"role": "assistant", "content": "" if bridge else None}
             texts = [b.text for b in msg.content if isinstance(b, TextContent) and b.text and b.text.strip()]
             if texts:
                 entry["content"] = sanitize("".join(texts))
             thinking = [b for b in msg.content if isinstance(b, ThinkingContent) and b.thinking.strip()]
-            if thinking and isinstance(thinking[0].thinkingSignature, str) and thinking[0].thinkingSignature:
+            if thinking and compat.get("requiresThinkingAsText"):
+                entry["content"] = [{"type": "text", "text": "\n\n".join(sanitize(b.thinking) for b in thinking)},
+                                    *({"type": "text", "text": sanitize(t)} for t in texts)]
+            elif thinking and isinstance(thinking[0].thinkingSignature, str) and thinking[0].thinkingSignature:
                 entry[thinking[0].thinkingSignature] = sanitize("\n".join(b.thinking for b in thinking))
             calls = [b for b in msg.content if isinstance(b, ToolCall)]
             if calls:
@@ -368,6 +361,8 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> 
                             pass
                 if details:
                     entry["reasoning_details"] = details
+            if compat.get("requiresReasoningContentOnAssistantMessages") and model.reasoning:
+                entry.setdefault("reasoning_content", "")
             if not entry["content"] and not calls:
                 continue  # e.g. an aborted turn with nothing in it
             params.append(entry)
@@ -388,6 +383,8 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> 
                     images.extend({"type": "image_url", "image_url": {"url": image_url(c)}}
                                   for c in res.content if isinstance(c, ImageContent))
             if images:
+                if bridge:
+                    params.append({"role": "assistant", "content": "I have processed the tool results."})
                 params.append({"role": "user",
                                "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images]})
     return params
@@ -408,10 +405,9 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
         body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                            "parameters": t.parameters, **strict}}
                          for t in context.tools]
-    effort = map_thinking_level(model, options.reasoning)
-    if effort and compat["supportsReasoningEffort"]:
-        effort_map = compat.get("reasoningEffortMap") or {}
-        body["reasoning_effort"] = effort_map.get(effort, effort)
+        if compat.get("zaiToolStream"):
+            body["tool_stream"] = True
+    apply_thinking(body, model, map_thinking_level(model, options.reasoning), compat)
     return body
 
 

@@ -240,11 +240,13 @@ def _failure_message(response: dict[str, Any]) -> str:
     return "Unknown error (no error details in response)"
 
 
-async def stream(model: Model, context: Context, options: StreamOptions) -> AsyncIterator[Any]:
+async def stream(model: Model, context: Context, options: StreamOptions, *,
+                 open_response: Any = open_stream) -> AsyncIterator[Any]:
+    """The Responses stream; ``open_response`` (``open_stream``'s signature) lets Azure send it its own way."""
     out = new_output(model)
     try:
         body = await payload_hook(options, build_body(model, context, options))
-        response = await open_stream(model, options, "/responses", body)
+        response = await open_response(model, options, "/responses", body)
     except Exception as exc:  # noqa: BLE001 - every failure becomes the error event
         yield StartEvent(partial=out)
         yield fail(out, describe_error(exc, model.baseUrl))

@@ -17,7 +17,6 @@ from typing import Any
 import msgspec
 
 from pisces.ai.models import (
-    BUILTIN_MODELS,
     FAUX_MODELS,
     _parse_models_config,
     parse_models_json,
@@ -102,7 +101,14 @@ def _match_model(pattern: str, models: list[Model]) -> Model | None:
     aliases = [m for m in hits if _is_alias(m.id)]
     pool = aliases or hits
     # The highest-sorting id wins: the newest alias, or the latest dated version.
-    return max(pool, key=lambda m: (m.id.casefold(), m.id))
+    return max(pool, key=lambda m: _locale_key(m.id))
+
+
+def _locale_key(text: str) -> tuple[Any, ...]:
+    """An approximation of JavaScript's ``localeCompare`` (pi sorts ids with it): punctuation before digits
+    before letters, case ignored first; checked against node on pi 0.73.1's ids (tests/core/config)."""
+    primary = tuple((0 if not c.isalnum() else 1 if c.isdigit() else 2, c.casefold()) for c in text)
+    return primary, tuple(c.isupper() for c in text)
 
 
 def parse_model_pattern(pattern: str, models: list[Model], *, strict: bool = True
@@ -230,7 +236,9 @@ class ModelRegistry:
         self.load_error: str | None = None
         self.provider_configs: dict[str, dict[str, Any]] = {}
         self.extra_providers: dict[str, dict[str, Any]] = {}  # registered by extensions (register_provider)
-        self._models: list[Model] = []
+        self._custom: list[Model] = []
+        self._all: list[Model] | None = None  # built on first need (see _assemble)
+        self._by_provider: dict[str, list[Model]] = {}
         # --api-key applies to one provider; without --provider it binds to the model selected at start.
         self._pending_override: str | None = api_key_override if api_key_override and not override_provider \
             else None
@@ -253,16 +261,50 @@ class ModelRegistry:
         self.provider_configs = configs
         self.auth.models_json_keys = {p: c["apiKey"] for p, c in configs.items()
                                       if isinstance(c.get("apiKey"), str) and c["apiKey"]}
-        models = [_apply_overrides(m, configs.get(m.provider)) for m in BUILTIN_MODELS]
-        for cm in custom:
-            idx = next((i for i, m in enumerate(models) if m.provider == cm.provider and m.id == cm.id), None)
-            if idx is None:
-                models.append(cm)
-            else:
-                models[idx] = cm
-        if self.enable_faux:
-            models.extend(msgspec.structs.replace(m, input=list(m.input)) for m in FAUX_MODELS)
-        self._models = models
+        self._custom = custom
+        self._all = None
+        self._by_provider = {}
+
+    # -- assembling the list (lazily: the catalogue has ~1000 models, start-up needs one) ----------------------
+    def _provider_models(self, provider: str) -> list[Model]:
+        """One provider's built-ins, with models.json's overrides, a custom model with the same id replacing
+        one in place (the catalogue is read for this provider only)."""
+        hit = self._by_provider.get(provider)
+        if hit is not None:
+            return hit
+        from pisces.ai import catalogue  # noqa: PLC0415 - the catalogue is read on first need only
+
+        conf = self.provider_configs.get(provider)
+        models = [_apply_overrides(m, conf) for m in catalogue.models(provider)]
+        index = {m.id: i for i, m in enumerate(models)}
+        for cm in self._custom:
+            if cm.provider == provider and cm.id in index:
+                models[index[cm.id]] = cm
+        self._by_provider[provider] = models
+        return models
+
+    def _assemble(self, only: set[str] | None = None) -> list[Model]:
+        """The full list (built-ins, then models.json's new models in file order, then faux), or the part of
+        it whose provider is in ``only``."""
+        if only is None and self._all is not None:
+            return self._all
+        from pisces.ai import catalogue  # noqa: PLC0415 - the catalogue is read on first need only
+
+        out = [m for p in catalogue.provider_names() if only is None or p in only for m in self._provider_models(p)]
+        for cm in self._custom:
+            if only is not None and cm.provider not in only:
+                continue
+            if not any(m.id == cm.id for m in self._provider_models(cm.provider)):
+                out.append(cm)
+        if self.enable_faux and (only is None or "faux" in only):
+            out.extend(msgspec.structs.replace(m, input=list(m.input)) for m in FAUX_MODELS)
+        if only is None:
+            self._all = out
+        return out
+
+    @property
+    def _models(self) -> list[Model]:
+        return self._assemble()
 
     def register_provider(self, name: str, config: dict[str, Any]) -> None:
         """A provider in models.json's format, from an extension; a bad one raises and changes nothing."""
@@ -280,23 +322,25 @@ class ModelRegistry:
         return list(self._models)
 
     def get_available(self) -> list[Model]:
-        """Models whose provider has a key: built-ins, then models.json in file order (then faux)."""
-        known: dict[str, bool] = {}
-        out = []
-        for m in self._models:
-            if m.provider not in known:
-                known[m.provider] = self.auth.has_auth(m.provider)
-            if known[m.provider]:
-                out.append(m)
-        return out
+        """Models whose provider has a key: built-ins, then models.json in file order (then faux). Only the
+        providers with a key are read from the catalogue."""
+        return self._assemble({p for p in self.providers() if self.auth.has_auth(p)})
 
     def find(self, provider: str, model_id: str) -> Model | None:
-        return next((m for m in self._models if m.provider == provider and m.id == model_id), None)
+        if provider == "faux" or provider not in self.providers():
+            return next((m for m in self._assemble({provider}) if m.id == model_id), None)
+        hit = next((m for m in self._provider_models(provider) if m.id == model_id), None)
+        return hit or next((m for m in self._custom if m.provider == provider and m.id == model_id), None)
 
     def providers(self) -> list[str]:
-        seen: dict[str, None] = {}
-        for m in self._models:
+        """Providers with at least one model: the catalogue's, then models.json's new ones, then faux."""
+        from pisces.ai import catalogue  # noqa: PLC0415 - the catalogue is read on first need only
+
+        seen: dict[str, None] = dict.fromkeys(catalogue.provider_names())
+        for m in self._custom:
             seen.setdefault(m.provider, None)
+        if self.enable_faux:
+            seen.setdefault("faux", None)
         return list(seen)
 
     def get_api_key(self, model: Model) -> str | None:
