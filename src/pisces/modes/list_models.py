@@ -12,6 +12,7 @@ Filters may be mixed into SEARCH (the other words are the fuzzy search): ``provi
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any, Callable
 
@@ -73,7 +74,7 @@ def split_filters(search: str | None, registry: Any) -> tuple[str | None, list[C
             words.append(word)
         elif key == "provider":
             want = value.lower()
-            preds.append(lambda m, v=want: m.provider.lower() == v)
+            preds.append(functools.partial(_provider_is, want))
         elif key == "is":
             kinds = {"reasoning": lambda m: m.reasoning, "thinking": lambda m: m.reasoning,
                      "images": lambda m: "image" in m.input,
@@ -83,11 +84,11 @@ def split_filters(search: str | None, registry: Any) -> tuple[str | None, list[C
             preds.append(kinds[value.lower()])
         elif key == "context":
             least = _number(value, key)
-            preds.append(lambda m, n=least: m.contextWindow >= n)
+            preds.append(functools.partial(_context_at_least, least))
         else:
             field = "input" if key == "max-input" else "output"
             most = _number(value, key)
-            preds.append(lambda m, n=most, f=field: getattr(m.cost, f) <= n)
+            preds.append(functools.partial(_price_at_most, field, most))
     return (" ".join(words) or None), preds
 
 
@@ -123,3 +124,16 @@ def run_list_models(search: str | None, *, api_key: str | None = None, provider:
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
     return 0
+
+
+def _provider_is(want: str, m: Any) -> bool:
+    return bool(m.provider.lower() == want)
+
+
+def _context_at_least(least: float, m: Any) -> bool:
+    return bool(m.contextWindow >= least)
+
+
+def _price_at_most(field: str, most: float, m: Any) -> bool:
+    return bool(getattr(m.cost, field) <= most)
+
