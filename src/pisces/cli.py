@@ -120,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stream-profile", dest="stream_profile", type=_choice(STREAM_PROFILES, "--stream-profile"),
                    help="RPC and json modes: what message_update frames carry: full (pi's frames, the "
                         "default), lean (the snapshot once) or deltas (no snapshots)")
+    p.add_argument("--plain", action="store_true",
+                   help="interactive mode line by line, without cursor movement (also when TERM=dumb)")
     _add_trust_flags(p)
     p.add_argument("--approval-mode", dest="approval_mode", type=_choice(APPROVAL_MODES, "--approval-mode"),
                    help="which tool calls run without asking (docs/approval.md): yolo (all), write (reads and "
@@ -275,8 +277,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pisces.modes.print import run_print  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_print(args, json_events=(mode == "json"))
-    if not args.messages and sys.stdin.isatty():
-        return _fail("the interactive terminal UI is not built yet: use -p \"prompt\", --mode json or --mode rpc")
+    if sys.stdin.isatty() and sys.stdout.isatty() or (args.plain and sys.stdin.isatty()):
+        from pisces.modes.tui.main import run_tui  # noqa: PLC0415 - only the chosen mode is imported
+
+        return run_tui(args)
     from pisces.modes.print import run_print  # noqa: PLC0415 - only the chosen mode is imported
 
     return run_print(args, json_events=False)
