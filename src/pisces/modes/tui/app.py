@@ -22,6 +22,7 @@ from pisces.modes.tui.render import Renderer, fit, style
 from pisces.modes.tui.transcript import Transcript
 
 FRAME_S = 1 / 60
+ESC_WAIT_S = 0.05
 DIALOG_METHODS = ("select", "confirm", "input", "editor")
 COMMANDS = {
     "/model": "pick or set the model (/model provider/id)",
@@ -111,13 +112,17 @@ class App:
         rows = [style("┌ " + d.get("title", ""), 1, 35)]
         if d.get("message"):
             rows.append(style("│ " + d["message"], 35))
-        if d["method"] == "select":
+        rows.extend(d.get("body", []))
+        if d["method"] in ("select", "approval"):
             for i, opt in enumerate(d["options"]):
                 mark = "›" if i == d["index"] else " "
                 rows.append(style(f"│ {mark} {opt}", 1 if i == d["index"] else 0))
             rows.append(style("└ ↑/↓ choose · Enter pick · Esc cancel", 2))
         elif d["method"] == "confirm":
             rows.append(style("└ y yes · n no · Esc cancel", 2))
+        elif d["method"] == "approval_reason":
+            rows.append("│ why not: " + self.dialog_buffer.text + "█")
+            rows.append(style("└ Enter deny with this message · Esc cancel", 2))
         else:
             rows.append("│ " + self.dialog_buffer.text + "█")
             rows.append(style("└ Enter submit · Esc cancel", 2))
@@ -135,6 +140,12 @@ class App:
             self.queued = [("steer", s) for s in ev.get("steering", [])] + [("follow-up", s) for s in ev.get("followUp", [])]
         elif kind == "extension_ui_request":
             self._ui_request(ev)
+        elif kind == "tool_approval_request":
+            self._approval_request(ev)
+        elif kind == "tool_approval_cancel":
+            if self.dialog is not None and self.dialog["id"] == ev.get("targetId"):
+                self.dialog = None
+                self.transcript.note(f"approval request withdrawn ({ev.get('reason')})", 2)
         elif kind == "extension_error":
             self.transcript.note(f"extension error: {ev.get('error')}", 31)
         self.transcript.on_event(ev)
@@ -173,10 +184,35 @@ class App:
         elif method == "set_editor_text":
             self.editor.text = str(ev.get("text", ""))
 
+    def _approval_request(self, ev: dict[str, Any]) -> None:
+        from pisces.modes.tui.approval_view import approval_dialog  # noqa: PLC0415 - the first approval
+
+        self.dialog = approval_dialog(ev, self.renderer.width)
+
     def _answer(self, **fields: Any) -> None:
-        assert self.dialog is not None
-        self.client.send({"type": "extension_ui_response", "id": self.dialog["id"], **fields})
+        d = self.dialog
+        assert d is not None
         self.dialog = None
+        if d["method"] == "approval":
+            from pisces.modes.tui.approval_view import approval_answer  # noqa: PLC0415 - loaded with the dialog
+
+            if d.get("asking_reason"):
+                fields = {"value": "deny", "message": fields.get("value", "")}
+            answer = approval_answer(d, fields)
+            if answer is None:  # "deny with a message": ask for it, same request
+                d["asking_reason"] = True
+                d["method"] = "approval_reason"
+                self.dialog = d
+                self.dialog_buffer.text = ""
+                return
+            self.client.send(answer)
+            return
+        if d["method"] == "approval_reason":
+            d["method"] = "approval"
+            self.dialog = d
+            self._answer(**fields)
+            return
+        self.client.send({"type": "extension_ui_response", "id": d["id"], **fields})
 
     async def refresh_state(self) -> None:
         resp = await self.client.request({"type": "get_state"})
@@ -292,7 +328,7 @@ class App:
         if key in (Keys.Escape, Keys.ControlC):
             self._answer(cancelled=True)
             return
-        if d["method"] == "select":
+        if d["method"] in ("select", "approval"):
             if key == Keys.Up:
                 d["index"] = (d["index"] - 1) % max(1, len(d["options"]))
             elif key == Keys.Down:
@@ -369,7 +405,7 @@ class App:
         term = getattr(self, "terminal_input", None)
         if term is not None:
             with term.cooked_mode():
-                os.kill(os.getpid(), signal.SIGTSTP)
+                os.kill(0, signal.SIGTSTP)  # the whole job stops (a wrapping script too), as with a real ^Z
         self._write("\x1b[?2004h")
         self.resized()
 
@@ -386,7 +422,16 @@ class App:
         inp = create_input(sys.stdin)
         self.terminal_input = inp
         loop = asyncio.get_running_loop()
-        with inp.raw_mode(), inp.attach(lambda: self.on_keys(inp.read_keys())):
+        flush: list[asyncio.TimerHandle] = []
+
+        def readable() -> None:
+            self.on_keys(inp.read_keys())
+            # a lone Esc waits in the parser for what may follow it: after ESC_WAIT_S it is a key of its own
+            for handle in flush:
+                handle.cancel()
+            flush[:] = [loop.call_later(ESC_WAIT_S, lambda: self.on_keys(inp.flush_keys()))]
+
+        with inp.raw_mode(), inp.attach(readable):
             self._write("\x1b[?2004h")
             loop.add_signal_handler(signal.SIGWINCH, self.resized)
             asyncio.ensure_future(self.refresh_state())

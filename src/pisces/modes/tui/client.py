@@ -17,6 +17,7 @@ class LocalClient(Client):
 
     def __init__(self, host: Host, on_frame: Callable[[dict[str, Any]], None]) -> None:
         super().__init__(host, DELTAS)
+        self.typed_approvals = True  # the TUI shows the typed approval frames (scopes, identity, diff)
         self.on_frame = on_frame
         self._ids = itertools.count(1)
         self._waiting: dict[str, asyncio.Future[Any]] = {}

@@ -1,0 +1,128 @@
+"""The real ``pisces`` in tmux with the faux model: type, steer, follow up, abort, answer an approval, /model,
+resize, Ctrl+Z/fg, Ctrl+C twice, and the terminal's state (``stty -g``) the same before and after."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "e2e"))
+
+from e2eproc import PISCES, Home  # noqa: E402
+from tmuxterm import Tmux  # noqa: E402
+
+CAPTURES = os.environ.get("PISCES_TUI_CAPTURES")  # a folder: the tests save their screens there (docs/tui.md)
+
+
+@pytest.fixture
+def term(tmp_path):
+    home = Home(str(tmp_path))
+    t = Tmux(home.cwd, home.env(TERM="xterm-256color"))
+    t.home = home
+    yield t
+    t.close()
+
+
+def start(term, script, *args):
+    path = os.path.join(term.home.root if hasattr(term.home, "root") else term.cwd, "script.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(script, f)
+    pisces = " ".join(PISCES)
+    with open(os.path.join(term.cwd, "run.sh"), "w", encoding="utf-8") as f:
+        f.write(f"stty -g > stty.before\n{pisces} --faux-script {path} --no-session {' '.join(args)}\n"
+                "echo EXIT=$?\nstty -g > stty.after\n")
+    term.text("bash run.sh\n")
+    term.wait_for("›", 30)
+
+
+def capture(term, name):
+    if CAPTURES:
+        os.makedirs(CAPTURES, exist_ok=True)
+        term.save(os.path.join(CAPTURES, name + ".ansi"))
+
+
+def stty_same(term):
+    term.wait_for("EXIT=", 30)
+    term.wait_for("tuitest$", 10)
+    import time
+    for _ in range(100):
+        if os.path.exists(os.path.join(term.cwd, "stty.after")):
+            break
+        time.sleep(0.1)
+    with open(os.path.join(term.cwd, "stty.before")) as a, open(os.path.join(term.cwd, "stty.after")) as b:
+        return a.read() == b.read()
+
+
+def test_type_steer_follow_up_abort_and_quit(term):
+    slow = {"text": "slow answer " * 60, "chunkSize": 6, "delayMs": 40}
+    start(term, [{"text": "Hello **there**, first reply."}, slow, {"text": "steered reply"},
+                 {"text": "follow-up reply"}, {"text": "never finished " * 200, "chunkSize": 4, "delayMs": 50}])
+    term.text("hi")
+    term.keys("Enter")
+    term.wait_for("first reply.")
+    term.text("go slowly")
+    term.keys("Enter")
+    term.wait_for("slow answer")
+    term.text("steer me")
+    term.keys("Enter")  # Enter while a reply runs: steer
+    term.text("later please")
+    term.keys("Escape", "Enter")  # Alt+Enter: a follow-up
+    term.wait_for("steered reply", 60, history=True)
+    term.wait_for("follow-up reply", 60, history=True)
+    capture(term, "steer-follow-up")
+    hist = term.history()
+    assert hist.index("› steer me") < hist.index("steered reply") < hist.index("› later please")
+    term.text("abort this")
+    term.keys("Enter")
+    term.wait_for("never finished")
+    term.keys("Escape")
+    term.wait_for("aborted", 30, history=True)
+    term.keys("C-c")
+    term.wait_for("Ctrl+C again to quit")
+    term.keys("C-c")
+    assert stty_same(term)
+    assert "EXIT=0" in term.screen()
+
+
+def test_approval_model_resize_suspend(term):
+    start(term, [{"toolCalls": [{"name": "bash", "arguments": {"command": "echo approved-output"}}]},
+                 {"text": "tool done"}], "--approval-mode", "always-ask")
+    term.text("run it")
+    term.keys("Enter")
+    term.wait_for("Allow once")
+    capture(term, "approval")
+    screen = term.screen()
+    assert "$ echo approved-output" in screen and "Deny with a message" in screen
+    term.text("draft kept")  # typed while the dialog is open goes nowhere...
+    term.keys("Enter")  # ...Enter picks "Allow once"
+    term.wait_for("tool done", 30, history=True)
+    assert "approved-output" in term.history()
+    term.text("my draft")
+    term.text("/model")  # the draft is a command now: clear it first
+    term.keys("C-u")
+    term.text("/model")
+    term.keys("Enter")
+    term.wait_for("┌ model")
+    capture(term, "model-selector")
+    term.keys("Enter")
+    term.wait_for("model: faux/", 30, history=True)
+    term.resize(40, 20)
+    term.text("still alive after resize")
+    term.wait_for("still alive")
+    term.resize(20, 12)
+    term.resize(100, 30)
+    term.keys("C-u")
+    term.keys("C-z")
+    term.wait_for("Stopped", 20)
+    term.text("fg\n")
+    term.text("back")
+    term.wait_for("› back", 20)
+    capture(term, "after-resume")
+    term.keys("C-u", "C-d")
+    assert stty_same(term)
+    assert "EXIT=0" in term.screen()
