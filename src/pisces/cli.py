@@ -277,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pisces.modes.print import run_print  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_print(args, json_events=(mode == "json"))
-    if sys.stdin.isatty() and sys.stdout.isatty() or (args.plain and sys.stdin.isatty()):
+    if args.plain or (sys.stdin.isatty() and sys.stdout.isatty()):
         from pisces.modes.tui.main import run_tui  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_tui(args)
