@@ -126,3 +126,33 @@ def test_approval_model_resize_suspend(term):
     term.keys("C-u", "C-d")
     assert stty_same(term)
     assert "EXIT=0" in term.screen()
+
+
+def test_extension_dialogs_widget_and_status(term):
+    demo = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))), "examples", "extensions",
+                        "rpc_demo.py")
+    start(term, [{"toolCalls": [{"name": "bash", "arguments": {"command": "rm -rf build"}}]}, {"text": "blocked ok"}],
+          "-e", demo)
+    term.wait_for("RPC Extension UI Demo")  # set_widget
+    assert "Turns: 0" in term.screen()  # set_status, in the footer
+    term.text("/rpc-input")
+    term.keys("Enter")
+    term.wait_for("Enter a value")
+    term.text("abc")
+    capture(term, "extension-input")
+    term.keys("Enter")
+    term.wait_for("You entered: abc", 30, history=True)
+    term.text("clean up")
+    term.keys("Enter")
+    term.wait_for("Dangerous command: rm -rf build")
+    capture(term, "extension-select")
+    term.keys("Down", "Enter")  # Block
+    term.wait_for("Command blocked by user", 30, history=True)
+    term.wait_for("blocked ok", 30, history=True)
+    term.text("/new")
+    term.keys("Enter")
+    term.wait_for("Clear session?")
+    term.text("y")
+    term.wait_for("new session", 30, history=True)
+    term.keys("C-d")
+    assert stty_same(term)

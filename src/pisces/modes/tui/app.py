@@ -17,7 +17,7 @@ from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.input import create_input
 from prompt_toolkit.keys import Keys
 
-from pisces.modes.tui.footer import footer_row
+from pisces.modes.tui.footer import footer_rows
 from pisces.modes.tui.render import Renderer, fit, style
 from pisces.modes.tui.transcript import Transcript
 
@@ -100,7 +100,7 @@ class App:
         rows.append(style("─" * width, 2))
         if self.hint:
             rows.append(style(self.hint, 2))
-        rows.append(footer_row(self.state, self.transcript.usage, self.busy, self.statuses, width))
+        rows.extend(footer_rows(self.state, self.transcript.usage, self.busy, self.statuses, width))
         if self.dialog is not None and self.dialog["method"] in ("input", "editor"):
             cursor = None
         self.renderer.set_live(rows, cursor)

@@ -27,7 +27,9 @@ def git_branch(cwd: str) -> str | None:
     return None
 
 
-def footer_row(state: dict[str, Any], usage: dict[str, Any], busy: bool, statuses: dict[str, str], width: int) -> str:
+def footer_rows(state: dict[str, Any], usage: dict[str, Any], busy: bool, statuses: dict[str, str],
+                width: int) -> list[str]:
+    """Two rows: where (cwd, branch, session name, extension statuses), then the model and what it cost."""
     cwd = os.getcwd()
     home = os.path.expanduser("~")
     where = "~" + cwd[len(home):] if cwd.startswith(home) else cwd
@@ -35,6 +37,9 @@ def footer_row(state: dict[str, Any], usage: dict[str, Any], busy: bool, statuse
     parts = [where + (f" ({branch})" if branch else "")]
     if state.get("sessionName"):
         parts.append(str(state["sessionName"]))
+    parts.extend(statuses.values())
+    first = " · ".join(parts)
+    parts = []
     model = state.get("model") or {}
     if model:
         parts.append(f"{model.get('provider')}/{model.get('id')}" + (f" · {state.get('thinkingLevel')}"
@@ -49,7 +54,6 @@ def footer_row(state: dict[str, Any], usage: dict[str, Any], busy: bool, statuse
         approval = approval.get("mode")
     if approval:
         parts.append(f"approval {approval}")
-    parts.extend(statuses.values())
     if busy:
         parts.insert(0, "●")
-    return fit(style(" · ".join(parts), 2), width)
+    return [fit(style(first, 2), width), fit(style(" · ".join(parts), 2), width)]
