@@ -1,0 +1,80 @@
+"""The App's key handling in process, with a fake host client: dialogs never lose the editor's text, answers
+take the host's frame forms, Ctrl+C clears then quits."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+
+from prompt_toolkit.key_binding.key_processor import KeyPress
+from prompt_toolkit.keys import Keys
+
+from pisces.modes.tui.app import App
+
+
+class FakeClient:
+    def __init__(self) -> None:
+        self.sent: list[dict] = []
+
+    def send(self, cmd: dict) -> None:
+        self.sent.append(cmd)
+
+    async def request(self, cmd: dict) -> dict:
+        self.sent.append(cmd)
+        return {"success": True, "data": {}}
+
+
+def typed(app: App, text: str) -> None:
+    app.on_keys([KeyPress(ch, ch) for ch in text])
+
+
+def run(body) -> None:
+    async def main() -> None:
+        app = App(FakeClient(), io.StringIO(), width=60, height=20)
+        body(app)
+        await asyncio.sleep(0.05)
+    asyncio.run(main())
+
+
+def test_a_dialog_keeps_the_draft_and_answers_in_the_host_form() -> None:
+    def body(app: App) -> None:
+        typed(app, "half-written draft")
+        app.on_frame({"type": "extension_ui_request", "id": "d1", "method": "select", "title": "Pick",
+                      "options": ["A", "B"]})
+        app.on_keys([KeyPress(Keys.Down, ""), KeyPress(Keys.ControlM, "\r")])
+        assert app.client.sent[-1] == {"type": "extension_ui_response", "id": "d1", "value": "B"}
+        app.on_frame({"type": "tool_approval_request", "id": "a1", "toolCallId": "c1", "toolName": "bash",
+                      "tier": "exec", "identity": {"kind": "shell", "command": "ls"}, "scopes": ["once", "session"]})
+        app.on_keys([KeyPress(Keys.Down, ""), KeyPress(Keys.ControlM, "\r")])
+        assert app.client.sent[-1] == {"type": "tool_approval_response", "id": "a1", "toolCallId": "c1",
+                                       "approved": True, "scope": "session"}
+        app.on_frame({"type": "tool_approval_request", "id": "a2", "toolCallId": "c2", "toolName": "bash",
+                      "identity": {"kind": "shell", "command": "rm x"}, "scopes": ["once"]})
+        app.on_keys([KeyPress(Keys.Up, ""), KeyPress(Keys.ControlM, "\r")])  # Deny with a message…
+        typed(app, "no")
+        app.on_keys([KeyPress(Keys.ControlM, "\r")])
+        assert app.client.sent[-1] == {"type": "tool_approval_response", "id": "a2", "toolCallId": "c2",
+                                       "approved": False, "message": "no"}
+        assert app.editor.text == "half-written draft"
+    run(body)
+
+
+def test_ctrl_c_clears_then_twice_quits_and_enter_steers_while_busy() -> None:
+    def body(app: App) -> None:
+        app.on_frame({"type": "agent_start"})
+        typed(app, "turn left")
+        app.on_keys([KeyPress(Keys.ControlM, "\r")])
+        assert app.client.sent[-1] == {"type": "steer", "message": "turn left"}
+        typed(app, "then this")
+        app.on_keys([KeyPress(Keys.Escape, "\x1b"), KeyPress(Keys.ControlM, "\r")])
+        assert app.client.sent[-1] == {"type": "follow_up", "message": "then this"}
+        app.on_keys([KeyPress(Keys.Escape, "\x1b")])
+        assert app.client.sent[-1] == {"type": "abort"}
+        typed(app, "x")
+        app.on_keys([KeyPress(Keys.ControlC, "\x03")])
+        assert app.editor.text == "" and not app.done.is_set()
+        app.on_keys([KeyPress(Keys.ControlC, "\x03")])
+        assert not app.done.is_set()
+        app.on_keys([KeyPress(Keys.ControlC, "\x03")])
+        assert app.done.is_set()
+    run(body)
