@@ -206,6 +206,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pisces.modes.batch.main import run_batch  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_batch(words[1:])
+    if words[:1] == ["attach"]:  # the terminal UI on a session served by --mode web (docs/tui.md)
+        from pisces.modes.tui.attach import run_attach  # noqa: PLC0415 - only the chosen mode is imported
+
+        return run_attach(words[1:])
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # words argparse does not know may be flags an extension registers (--plan, --name=value): the session

@@ -156,3 +156,29 @@ def test_extension_dialogs_widget_and_status(term):
     term.wait_for("new session", 30, history=True)
     term.keys("C-d")
     assert stty_same(term)
+
+
+def test_attach_drives_a_web_session_seen_by_a_browser_client(term):
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "web"))
+    from webproc import WebProc  # noqa: PLC0415 - the web tests' helper
+
+    script = os.path.join(term.cwd, "web-script.json")
+    with open(script, "w", encoding="utf-8") as f:
+        json.dump([{"text": "served from the web host"}], f)
+    token = "attach-test-token-0123456789"
+    with WebProc(term.home, "--faux-script", script, "--no-session", "--web-token", token) as w:
+        browser = w.ws(token=token)
+        assert w.recv(browser)["type"] == "snapshot"
+        term.text(f"stty -g > stty.before; {' '.join(PISCES)} attach {w.base} --web-token {token}; "
+                  "echo EXIT=$?; stty -g > stty.after\n")
+        term.wait_for("attached to", 30)
+        term.text("hello from the terminal")
+        term.keys("Enter")
+        term.wait_for("served from the web host", 30)
+        capture(term, "attach")
+        seen = w.until(browser, lambda f: f.get("type") == "agent_settled")
+        users = [f for f in seen if f.get("type") == "message_start" and f["message"]["role"] == "user"]
+        assert users and "hello from the terminal" in json.dumps(users[0])
+        term.keys("C-d")
+        assert stty_same(term)
+        browser.close()

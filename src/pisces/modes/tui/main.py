@@ -95,15 +95,20 @@ async def _show_history(app: Any, limit: int = 40) -> None:
     if len(messages) > limit:
         app.transcript.note(f"… {len(messages) - limit} earlier messages", 2)
     for m in messages[-limit:]:
-        role = m.get("role")
-        if role == "user":
-            app.transcript.on_event({"type": "message_start", "message": m})
-        elif role == "assistant":
-            for block in m.get("content") or []:
-                if block.get("type") == "text":
-                    app.transcript.on_event({"type": "message_update", "assistantMessageEvent":
-                                             {"type": "text_delta", "delta": block.get("text", "")}})
-            app.transcript.on_event({"type": "message_end", "message": {"role": "x"}})
+        replay_message(app, m)
+
+
+def replay_message(app: Any, m: dict[str, Any]) -> None:
+    """One message of the session's past, written to the scrollback as it was shown live."""
+    role = m.get("role")
+    if role == "user":
+        app.transcript.on_event({"type": "message_start", "message": m})
+    elif role == "assistant":
+        for block in m.get("content") or []:
+            if block.get("type") == "text":
+                app.transcript.on_event({"type": "message_update", "assistantMessageEvent":
+                                         {"type": "text_delta", "delta": block.get("text", "")}})
+        app.transcript.on_event({"type": "message_end", "message": {"role": "x"}})
 
 
 async def _serve_plain(host: Host, prompts: list[str]) -> int:
