@@ -9,6 +9,7 @@ pisces runs under a pseudo-terminal with the faux model. pi's TUI is not driven 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import pty
@@ -20,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import termios
-import fcntl
 import time
 
 BIN = os.path.join(os.path.dirname(sys.executable), "pisces")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 
 import pytest
@@ -21,6 +22,8 @@ CAPTURES = os.environ.get("PISCES_TUI_CAPTURES")  # a folder: the tests save the
 
 @pytest.fixture
 def term(tmp_path):
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (apt-get install tmux): the terminal UI's e2e tests need it")
     home = Home(str(tmp_path))
     t = Tmux(home.cwd, home.env(TERM="xterm-256color"))
     t.home = home
@@ -160,7 +163,7 @@ def test_extension_dialogs_widget_and_status(term):
 
 def test_attach_drives_a_web_session_seen_by_a_browser_client(term):
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "web"))
-    from webproc import WebProc  # noqa: PLC0415 - the web tests' helper
+    from webproc import WebProc
 
     script = os.path.join(term.cwd, "web-script.json")
     with open(script, "w", encoding="utf-8") as f:

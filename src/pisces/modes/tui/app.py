@@ -74,14 +74,13 @@ class App:
     def draw(self) -> None:
         self._frame = None
         rows = self.transcript.live()
-        for name, lines in self.widgets.items():
+        for lines in self.widgets.values():
             rows.extend(lines)
         for kind, text in self.queued:
             rows.append(style(f" {kind}: {text[:60]} ", 7, 2))
         if self.dialog is not None:
             rows.extend(self._dialog_rows())
         width = self.renderer.width
-        top = len(rows)
         rows.append(style("─" * width, 2))
         lines = self.editor.text.split("\n")
         doc = self.editor.document
@@ -137,7 +136,8 @@ class App:
             self.busy = False
             asyncio.ensure_future(self.refresh_state())
         elif kind == "queue_update":
-            self.queued = [("steer", s) for s in ev.get("steering", [])] + [("follow-up", s) for s in ev.get("followUp", [])]
+            self.queued = ([("steer", s) for s in ev.get("steering", [])]
+                           + [("follow-up", s) for s in ev.get("followUp", [])])
         elif kind == "extension_ui_request":
             self._ui_request(ev)
         elif kind == "tool_approval_request":
@@ -290,7 +290,8 @@ class App:
             else:
                 buf.cursor_up()
         elif key == Keys.Down:
-            if buf.document.is_cursor_at_the_end_of_line and buf.document.cursor_position_row == buf.document.line_count - 1:
+            doc = buf.document
+            if doc.is_cursor_at_the_end_of_line and doc.cursor_position_row == doc.line_count - 1:
                 buf.history_forward()
             else:
                 buf.cursor_down()

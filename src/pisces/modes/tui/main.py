@@ -34,11 +34,11 @@ def first_prompts(messages: list[str]) -> list[str]:
 
 
 def _history(session: Any) -> Any:
+    import hashlib  # noqa: PLC0415
+
     from prompt_toolkit.history import FileHistory  # noqa: PLC0415 - interactive only
 
     from pisces.core.config.paths import agent_dir  # noqa: PLC0415 - interactive only
-
-    import hashlib  # noqa: PLC0415
 
     key = hashlib.sha256(os.getcwd().encode()).hexdigest()[:16]
     folder = os.path.join(agent_dir(), "tui-history")

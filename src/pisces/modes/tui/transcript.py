@@ -169,8 +169,9 @@ class Transcript:
         elif kind == "tool_execution_start":
             self._end_stream()
             name = str(ev.get("toolName", "tool"))
-            self.tools[str(ev.get("toolCallId"))] = {"name": name, "summary": clean(_args_summary(name, ev.get("args"))),
-                                                    "args": ev.get("args"), "tail": ""}
+            summary = clean(_args_summary(name, ev.get("args")))
+            self.tools[str(ev.get("toolCallId"))] = {"name": name, "summary": summary, "args": ev.get("args"),
+                                                    "tail": ""}
         elif kind == "tool_execution_update":
             t = self.tools.get(str(ev.get("toolCallId")))
             if t is not None:
