@@ -18,8 +18,8 @@ APPROVAL_MODES = ("yolo", "write", "always-ask")  # pisces.core.approval.MODES, 
 # Flags pisces accepts for pi's wrappers but does not act on (yet): dest -> why. A mode prints one line about
 # the ones given. Features built later remove their entry here.
 IGNORED_FLAGS: dict[str, str] = {
-    "themes": "pisces has no terminal UI to theme",
-    "no_themes": "pisces has no terminal UI to theme",
+    "themes": "the terminal UI has one built-in look; themes are not read yet",
+    "no_themes": "the terminal UI has one built-in look; themes are not read yet",
     "verbose": "pisces prints no start-up banner",
 }
 
@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-np", "--no-prompt-templates", dest="no_prompt_templates", action="store_true",
                    help="do not discover prompt templates")
     p.add_argument("--theme", dest="themes", action="append", metavar="PATH",
-                   help="accepted for pi's wrappers; pisces has no terminal UI to theme")
+                   help="accepted for pi's wrappers; the terminal UI does not read themes yet")
     p.add_argument("--no-themes", dest="no_themes", action="store_true", help="accepted for pi's wrappers")
     p.add_argument("--list-models", dest="list_models", nargs="?", const=True, default=None, metavar="SEARCH",
                    help="list the model catalogue with each provider's key status, and exit")

@@ -31,13 +31,13 @@ def term(tmp_path):
     t.close()
 
 
-def start(term, script, *args):
+def start(term, script, *args, session=False):
     path = os.path.join(term.home.root if hasattr(term.home, "root") else term.cwd, "script.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(script, f)
     pisces = " ".join(PISCES)
     with open(os.path.join(term.cwd, "run.sh"), "w", encoding="utf-8") as f:
-        f.write(f"stty -g > stty.before\n{pisces} --faux-script {path} --no-session {' '.join(args)}\n"
+        f.write(f"stty -g > stty.before\n{pisces} --faux-script {path} {'' if session else '--no-session'} {' '.join(args)}\n"
                 "echo EXIT=$?\nstty -g > stty.after\n")
     term.text("bash run.sh\n")
     term.wait_for("›", 30)
@@ -185,3 +185,22 @@ def test_attach_drives_a_web_session_seen_by_a_browser_client(term):
         term.keys("C-d")
         assert stty_same(term)
         browser.close()
+
+
+def test_continue_shows_the_last_session_and_message_args_start_it(term):
+    start(term, [{"text": "first session reply"}], '"remember the word walrus"', "--model", "faux-reasoning",
+          "--thinking", "high", session=True)
+    term.wait_for("first session reply", 30, history=True)
+    term.wait_for("faux-reasoning · high", 30)  # --model and --thinking, in the footer
+    term.keys("C-d")
+    assert stty_same(term)
+    os.unlink(os.path.join(term.cwd, "stty.after"))
+    term.text("clear\n")
+    start(term, [{"text": "continued reply"}], "-c", session=True)
+    term.wait_for("› remember the word walrus", 30)  # the resumed session's past, in the scrollback
+    term.text("go on")
+    term.keys("Enter")
+    term.wait_for("continued reply", 30)
+    capture(term, "continue")
+    term.keys("C-d")
+    assert stty_same(term)
