@@ -204,3 +204,37 @@ def test_continue_shows_the_last_session_and_message_args_start_it(term):
     capture(term, "continue")
     term.keys("C-d")
     assert stty_same(term)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def test_sigterm_restores_the_terminal(term):
+    import signal
+    import time
+
+    start(term, [{"text": "x"}])
+    pane = int(term._tmux("display", "-p", "-t", "t", "#{pane_pid}").strip())
+    script = _children(pane)  # bash run.sh
+    assert len(script) == 1
+    deadline = time.monotonic() + 20
+    pisces: list[int] = []
+    while not pisces and time.monotonic() < deadline:
+        pisces = _children(script[0])
+        time.sleep(0.1)
+    assert len(pisces) == 1
+    term.text("unsent draft")
+    term.wait_for("unsent draft")
+    os.kill(pisces[0], signal.SIGTERM)
+    assert stty_same(term)
+    assert "EXIT=143" in term.screen()
