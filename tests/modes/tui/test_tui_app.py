@@ -78,3 +78,27 @@ def test_ctrl_c_clears_then_twice_quits_and_enter_steers_while_busy() -> None:
         app.on_keys([KeyPress(Keys.ControlC, "\x03")])
         assert app.done.is_set()
     run(body)
+
+
+def test_tab_completes_commands_and_files(tmp_path, monkeypatch) -> None:
+    (tmp_path / "notes.md").write_text("x")
+    (tmp_path / "src").mkdir()
+    monkeypatch.chdir(tmp_path)
+
+    def body(app: App) -> None:
+        app.extra_commands = ["/review"]
+        typed(app, "/res")
+        app.on_keys([KeyPress(Keys.ControlI, "\t")])
+        assert app.editor.text == "/resume "
+        app.editor.reset()
+        typed(app, "/re")
+        app.on_keys([KeyPress(Keys.ControlI, "\t")])
+        assert "/reload" in app.hint and "/review" in app.hint and "/resume" in app.hint
+        app.editor.reset()
+        typed(app, "look at @no")
+        app.on_keys([KeyPress(Keys.ControlI, "\t")])
+        assert app.editor.text == "look at @notes.md"
+        typed(app, " and ./s")
+        app.on_keys([KeyPress(Keys.ControlI, "\t")])
+        assert app.editor.text == "look at @notes.md and ./src/"
+    run(body)

@@ -238,3 +238,30 @@ def test_sigterm_restores_the_terminal(term):
     os.kill(pisces[0], signal.SIGTERM)
     assert stty_same(term)
     assert "EXIT=143" in term.screen()
+    folder = os.path.join(term.home.agent_dir, "tui-history")
+    saved = "".join(open(os.path.join(folder, n), encoding="utf-8").read() for n in os.listdir(folder))
+    assert "unsent draft" in saved  # the draft went to the history, Up brings it back next time
+
+
+def test_fork_and_resume(term):
+    start(term, [{"text": "answer one"}, {"text": "answer two"}], session=True)
+    for question, answer in (("question one", "answer one"), ("question two", "answer two")):
+        term.text(question)
+        term.keys("Enter")
+        term.wait_for(answer, 30, history=True)
+    term.text("/fork")
+    term.keys("Enter")
+    term.wait_for("fork from which message")
+    term.keys("Enter")  # 1. question one
+    term.wait_for("forked into a new session", 30, history=True)
+    term.wait_for("› question one", 30)  # the message is back in the editor
+    term.keys("C-u")
+    term.text("/resume")
+    term.keys("Enter")
+    term.wait_for("resume a session")
+    capture(term, "resume-selector")
+    assert "question one" in term.screen()
+    term.keys("Enter")
+    term.wait_for("resumed", 30, history=True)
+    term.keys("C-d")
+    assert stty_same(term)

@@ -33,6 +33,8 @@ COMMANDS = {
     "/session": "file, tokens and cost of this session",
     "/export": "write the session as HTML",
     "/copy": "copy the last reply (OSC 52)",
+    "/resume": "pick another session of this directory",
+    "/fork": "a new session from an earlier message",
     "/reload": "reload extensions, skills, prompts",
     "/hotkeys": "show the keys",
     "/quit": "leave",
@@ -61,6 +63,7 @@ class App:
         self.done = asyncio.Event()
         self._frame: asyncio.TimerHandle | None = None
         self.hint = ""
+        self.extra_commands: list[str] = []  # the session's commands (get_commands), for Tab
 
     # -- output ----------------------------------------------------------------------------------
     def _write(self, text: str) -> None:
@@ -73,6 +76,14 @@ class App:
 
     def draw(self) -> None:
         self._frame = None
+        try:
+            self._draw()
+        except Exception as exc:  # noqa: BLE001 - a bug in a frame must not take the terminal down
+            self.renderer.commit([f"pisces: the screen could not be drawn: {exc}"])
+            self.renderer.set_live([self.editor.text[-200:]], None)
+            self.renderer.flush()
+
+    def _draw(self) -> None:
         rows = self.transcript.live()
         for lines in self.widgets.values():
             rows.extend(lines)
@@ -218,6 +229,10 @@ class App:
         resp = await self.client.request({"type": "get_state"})
         if resp.get("success"):
             self.state = resp.get("data") or {}
+        cmds = await self.client.request({"type": "get_commands"})
+        if cmds.get("success"):
+            self.extra_commands = ["/" + str(c.get("name")) for c in (cmds.get("data") or {}).get("commands", [])
+                                   if isinstance(c, dict) and c.get("name")]
         ctx = await self.client.request({"type": "get_context_usage"})
         if ctx.get("success"):
             self.state["contextUsage"] = ctx.get("data")
@@ -313,14 +328,27 @@ class App:
             buf.insert_text(k.data)
 
     def _complete(self) -> None:
-        text = self.editor.text
-        if text.startswith("/") and " " not in text:
-            names = [n for n in COMMANDS if n.startswith(text)]
-            if len(names) == 1:
-                self.editor.text = names[0] + " "
-                self.editor.cursor_position = len(self.editor.text)
-            elif names:
-                self.hint = "  ".join(names)
+        """Tab: a /command (built-in, then the session's: extensions, prompt templates, skills), an @file or a
+        path under the cursor."""
+        from pisces.modes.tui.complete import complete_word  # noqa: PLC0415 - the first Tab
+
+        doc = self.editor.document
+        before = doc.text_before_cursor
+        word = before.rsplit(None, 1)[-1] if before and not before[-1].isspace() else ""
+        commands = list(COMMANDS) + [c for c in self.extra_commands if c not in COMMANDS]
+        if before.startswith("/") and " " not in before:
+            choices = [n for n in commands if n.startswith(before)]
+        else:
+            choices = complete_word(word, os.getcwd()) if word else []
+        if not choices:
+            return
+        common = os.path.commonprefix(choices)
+        if len(choices) == 1 and before.startswith("/") and " " not in before:
+            common += " "
+        if len(common) > len(word if not before.startswith("/") or " " in before else before):
+            self.editor.insert_text(common[len(word if not before.startswith("/") or " " in before else before):])
+        if len(choices) > 1:
+            self.hint = "  ".join(choices[:12]) + ("  …" if len(choices) > 12 else "")
 
     def _dialog_key(self, k: Any) -> None:
         d = self.dialog
@@ -363,7 +391,7 @@ class App:
             return
         self.editor.append_to_history()
         self.editor.reset()
-        if text.startswith("/") and text.split()[0] in COMMANDS:
+        if text.startswith("/") and (text.split()[0] in COMMANDS or text.split()[0] in ("/switch-to", "/fork-at")):
             asyncio.ensure_future(self.command(text))
             return
         if text.startswith("!"):
@@ -444,6 +472,11 @@ class App:
                 self.restore()
 
     def restore(self) -> None:
+        if self.editor.text.strip():  # an unsent draft survives in the history (Up brings it back)
+            try:
+                self.editor.append_to_history()
+            except Exception:  # noqa: BLE001 - leaving regardless
+                pass
         try:
             self.draw()
             self.renderer.clear_live()

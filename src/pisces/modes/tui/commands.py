@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from typing import Any
+
+
+async def replay_session(app: Any) -> None:
+    from pisces.modes.tui.main import replay_message  # noqa: PLC0415 - already loaded
+
+    resp = await app.client.request({"type": "get_messages"})
+    for m in ((resp.get("data") or {}).get("messages") or [])[-40:]:
+        replay_message(app, m)
 
 
 async def run_command(app: Any, text: str) -> None:
@@ -37,8 +46,6 @@ async def run_command(app: Any, text: str) -> None:
             names = [f"{m.get('provider')}/{m.get('id')}" for m in models]
 
             def chosen(choice: str) -> None:
-                import asyncio  # noqa: PLC0415 - already loaded
-
                 asyncio.ensure_future(app.command(f"/model {choice}"))
             app.pick("model", names, chosen)
             return
@@ -63,6 +70,42 @@ async def run_command(app: Any, text: str) -> None:
         text = (data or {}).get("text") or ""
         app._write("\x1b]52;c;" + base64.b64encode(text.encode()).decode() + "\x07")
         t.note(f"copied {len(text)} characters", 2)
+    elif name == "/resume":
+        sessions = (await ask({"type": "list_sessions", "includeSearchText": False})).get("sessions", [])
+        labels = {f"{str(x.get('modified', ''))[:16]}  {str(x.get('name') or x.get('firstMessage', ''))[:60]}"
+                  f"  ({x.get('messageCount')})": x["path"] for x in sessions}
+        if not labels:
+            t.note("no other sessions in this directory", 2)
+            return
+
+        def resume(label: str) -> None:
+            asyncio.ensure_future(app.command(f"/switch-to {labels[label]}"))
+        app.pick("resume a session", list(labels), resume)
+    elif name == "/switch-to":  # what /resume's selector runs
+        data = await ask({"type": "switch_session", "sessionPath": rest})
+        if not (data or {}).get("cancelled"):
+            t.note(f"resumed {rest}", 2)
+            await replay_session(app)
+        await app.refresh_state()
+    elif name == "/fork":
+        messages = (await ask({"type": "get_fork_messages"})).get("messages", [])
+        labels = {f"{i + 1}. {str(m.get('text', '')).splitlines()[0][:70] if m.get('text') else ''}": m["entryId"]
+                  for i, m in enumerate(messages)}
+        if not labels:
+            t.note("nothing to fork from yet", 2)
+            return
+
+        def fork(label: str) -> None:
+            asyncio.ensure_future(app.command(f"/fork-at {labels[label]}"))
+        app.pick("fork from which message", list(labels), fork)
+    elif name == "/fork-at":  # what /fork's selector runs
+        data = await ask({"type": "fork", "entryId": rest})
+        if not (data or {}).get("cancelled"):
+            t.note("forked into a new session; the message is in the editor", 2)
+            if not app.editor.text:
+                app.editor.text = (data or {}).get("text", "")
+                app.editor.cursor_position = len(app.editor.text)
+        await app.refresh_state()
     elif name == "/reload":
         await ask({"type": "reload_resources"})
         t.note("reloaded", 2)
