@@ -21,6 +21,8 @@ class FakeClient:
 
     async def request(self, cmd: dict) -> dict:
         self.sent.append(cmd)
+        if cmd["type"] == "clear_queue":
+            return {"success": True, "data": {"steering": ["steer text"], "followUp": ["later text"]}}
         return {"success": True, "data": {}}
 
 
@@ -28,11 +30,13 @@ def typed(app: App, text: str) -> None:
     app.on_keys([KeyPress(ch, ch) for ch in text])
 
 
-def run(body) -> None:
+def run(body, after=None) -> None:
     async def main() -> None:
         app = App(FakeClient(), io.StringIO(), width=60, height=20)
         body(app)
         await asyncio.sleep(0.05)
+        if after is not None:
+            after(app)
     asyncio.run(main())
 
 
@@ -101,4 +105,34 @@ def test_tab_completes_commands_and_files(tmp_path, monkeypatch) -> None:
         typed(app, " and ./s")
         app.on_keys([KeyPress(Keys.ControlI, "\t")])
         assert app.editor.text == "look at @notes.md and ./src/"
+    run(body)
+
+
+def test_esc_and_alt_up_bring_queued_messages_back_to_the_editor() -> None:
+    def body(app: App) -> None:
+        app.on_frame({"type": "agent_start"})
+        app.on_frame({"type": "queue_update", "steering": ["steer text"], "followUp": ["later text"]})
+        assert app.queued == [("steer", "steer text"), ("follow-up", "later text")]
+        typed(app, "draft")
+        app.on_keys([KeyPress(Keys.Escape, "\x1b")])
+        assert {"type": "abort"} in app.client.sent
+
+    def after(app: App) -> None:
+        assert {"type": "clear_queue"} in app.client.sent
+        assert app.editor.text == "steer text\nlater text\ndraft"
+    run(body, after)
+
+
+def test_ctrl_o_expands_later_tool_cards() -> None:
+    rows: list[str] = []
+
+    def body(app: App) -> None:
+        app.transcript.emit = rows.extend
+        app.on_keys([KeyPress(Keys.ControlO, "\x0f")])
+        out = "\n".join(f"line{i}" for i in range(30))
+        app.on_frame({"type": "tool_execution_start", "toolCallId": "1", "toolName": "bash", "args": {"command": "x"}})
+        app.on_frame({"type": "tool_execution_end", "toolCallId": "1", "toolName": "bash",
+                      "result": {"content": [{"type": "text", "text": out}]}})
+        text = "\n".join(rows)
+        assert "line0" in text and "line29" in text
     run(body)

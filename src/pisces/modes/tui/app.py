@@ -39,9 +39,12 @@ COMMANDS = {
     "/hotkeys": "show the keys",
     "/quit": "leave",
 }
+HIDDEN = ("/switch-to", "/fork-at", "/thinking-cycle")  # what selectors and keys run
 HOTKEYS = [("Enter", "send (while a reply runs: steer)"), ("Alt+Enter", "queue a follow-up"),
            ("Ctrl+J / Shift+Enter", "new line"), ("Esc", "abort the reply"), ("Ctrl+C", "clear; twice: quit"),
-           ("Ctrl+D", "quit on an empty editor"), ("Ctrl+T", "show/hide thinking"), ("Ctrl+Z", "suspend"),
+           ("Ctrl+D", "quit on an empty editor"), ("Ctrl+T", "show/hide thinking"),
+           ("Ctrl+O", "expand/collapse tool output"), ("Shift+Tab", "cycle the thinking level"),
+           ("Ctrl+L", "model selector"), ("Alt+Up", "pull queued messages back"), ("Ctrl+Z", "suspend"),
            ("Up/Down", "history"), ("Tab", "complete a /command")]
 
 
@@ -243,8 +246,13 @@ class App:
         i = 0
         while i < len(keys):
             k = keys[i]
-            if k.key == Keys.Escape and i + 1 < len(keys) and keys[i + 1].key in (Keys.ControlM, Keys.ControlJ):
+            nxt = keys[i + 1].key if i + 1 < len(keys) else None
+            if k.key == Keys.Escape and nxt in (Keys.ControlM, Keys.ControlJ) and self.dialog is None:
                 self.submit(follow_up=True)
+                i += 2
+                continue
+            if k.key == Keys.Escape and nxt == Keys.Up and self.dialog is None:  # Alt+Up
+                asyncio.ensure_future(self.pull_queue())
                 i += 2
                 continue
             try:
@@ -284,6 +292,16 @@ class App:
         elif key == Keys.Escape:
             if self.busy:
                 self.client.send({"type": "abort"})
+                if self.queued:  # the queued messages come back to the editor, not lost with the run
+                    asyncio.ensure_future(self.pull_queue())
+        elif key == Keys.ControlO:
+            self.transcript.expand_tools = not self.transcript.expand_tools
+            self.hint = "tool output " + ("expanded" if self.transcript.expand_tools else "collapsed") + \
+                " (from the next tool card on)"
+        elif key == Keys.BackTab:
+            asyncio.ensure_future(self.command("/thinking-cycle"))
+        elif key == Keys.ControlL:
+            asyncio.ensure_future(self.command("/model"))
         elif key == Keys.ControlT:
             self.transcript.show_thinking = not self.transcript.show_thinking
             self.hint = "thinking " + ("shown" if self.transcript.show_thinking else "hidden")
@@ -391,7 +409,7 @@ class App:
             return
         self.editor.append_to_history()
         self.editor.reset()
-        if text.startswith("/") and (text.split()[0] in COMMANDS or text.split()[0] in ("/switch-to", "/fork-at")):
+        if text.startswith("/") and (text.split()[0] in COMMANDS or text.split()[0] in HIDDEN):
             asyncio.ensure_future(self.command(text))
             return
         if text.startswith("!"):
@@ -403,6 +421,18 @@ class App:
             self.client.send({"type": "follow_up" if follow_up else "steer", "message": text})
         else:
             self.client.send({"type": "prompt", "message": text})
+
+    async def pull_queue(self) -> None:
+        """Alt+Up (and Esc while a reply runs): the queued messages back into the editor, removed from the
+        queue."""
+        resp = await self.client.request({"type": "clear_queue"})
+        data = resp.get("data") or {}
+        texts = [*data.get("steering", []), *data.get("followUp", [])]
+        if texts:
+            joined = "\n".join(texts)
+            self.editor.text = joined + ("\n" + self.editor.text if self.editor.text else "")
+            self.editor.cursor_position = len(self.editor.text)
+        self.schedule()
 
     async def bash(self, command: str, only: bool) -> None:
         self.transcript.note("$ " + command, 1)

@@ -53,6 +53,10 @@ async def run_command(app: Any, text: str) -> None:
     elif name == "/thinking":
         await ask({"type": "set_thinking_level", "level": rest or "medium"})
         await app.refresh_state()
+    elif name == "/thinking-cycle":
+        data = await ask({"type": "cycle_thinking_level"})
+        app.hint = f"thinking: {(data or {}).get('level', 'off')}"
+        await app.refresh_state()
     elif name == "/compact":
         await ask({"type": "compact", **({"customInstructions": rest} if rest else {})})
     elif name == "/name":

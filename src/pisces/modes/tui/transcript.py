@@ -17,6 +17,7 @@ from pisces.modes.tui.sanitize import clean
 
 _INLINE = re.compile(r"(\*\*[^*]+\*\*|`[^`]+`)")
 TAIL_LINES = 5  # rows of a tool's output shown on its card
+EXPANDED_LINES = 200  # with Ctrl+O
 
 
 def _inline(row: str) -> str:
@@ -121,6 +122,7 @@ class Transcript:
         self.stream: Stream | None = None
         self.tools: dict[str, dict[str, Any]] = {}  # running tool calls: id -> {name, summary, tail}
         self.show_thinking = False
+        self.expand_tools = False  # Ctrl+O: tool cards show up to EXPANDED_LINES of output
         self.status = ""  # one line: retrying, compacting, ...
         self.usage = {"input": 0, "output": 0, "cacheRead": 0, "cost": 0.0}
 
@@ -227,12 +229,13 @@ class Transcript:
             lines = [x for x in clean(output).split("\n")]
             while lines and not lines[-1].strip():
                 lines.pop()
-            if name in ("read", "grep", "find", "ls") and not error:
+            keep = EXPANDED_LINES if self.expand_tools else TAIL_LINES
+            if name in ("read", "grep", "find", "ls") and not error and not self.expand_tools:
                 rows.append(style(f"  {len(lines)} lines", 2))
             else:
-                if len(lines) > TAIL_LINES:
-                    rows.append(style(f"  … {len(lines) - TAIL_LINES} earlier lines", 2))
-                for line in lines[-TAIL_LINES:]:
+                if len(lines) > keep:
+                    rows.append(style(f"  … {len(lines) - keep} earlier lines", 2))
+                for line in lines[-keep:]:
                     rows.extend(style("  " + r, 31 if error else 2) for r in wrap(line, self.width - 2))
         self.emit(rows)
 
