@@ -125,3 +125,15 @@ def test_narrow_terminal_does_not_crash() -> None:
     r.set_live(t.live() + ["> " + "y" * 50], (0, 2))
     r.flush()
     assert any("a long" in x for x in term.all_rows())
+
+
+def test_code_fences_are_highlighted_and_stay_clean() -> None:
+    rows: list[str] = []
+    t = Transcript(rows.extend, 60)
+    t.on_event({"type": "message_update", "assistantMessageEvent": {"type": "text_delta",
+                "delta": "```python\ndef f():  # note\n    return 'x\x1b]0;t\x07'\n```\n"}})
+    t.on_event({"type": "agent_end"})
+    joined = "\n".join(rows)
+    assert "\x1b[35mdef" in joined  # the keyword coloured
+    assert "\x1b[2;3m# note" in joined  # the comment dimmed
+    assert "\x1b]" not in joined and "\x07" not in joined  # the OSC inside the code removed before colouring

@@ -21,7 +21,7 @@ def test_rpc_start_up_imports_no_tui(tmp_path):
     assert json.loads(run.stdout.splitlines()[-1])["id"] == "s"
     imported = [line.split("|")[-1].strip() for line in run.stderr.decode().splitlines() if "|" in line]
     assert "pisces.modes.host.host" in imported  # the log is real
-    assert not [m for m in imported if m.startswith(("prompt_toolkit", "pisces.modes.tui", "pyte", "wcwidth"))]
+    assert not [m for m in imported if m.startswith(("prompt_toolkit", "pisces.modes.tui", "pyte", "wcwidth", "pygments"))]
 
 
 def test_plain_mode_is_line_by_line(tmp_path):

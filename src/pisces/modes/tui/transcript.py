@@ -37,13 +37,16 @@ class Stream:
         self.thinking = thinking
         self.line = ""  # the current source line (not yet ended by a newline), minus committed rows
         self.fence = False
+        self.lexer: Any = None
         self.chars = 0
 
     def _row(self, text: str, *, last: bool = False) -> str:
         if self.thinking:
             return style(text, 2, 3)
         if self.fence:
-            return style(text, 33)
+            from pisces.modes.tui.highlight import highlight  # noqa: PLC0415 - the first code fence
+
+            return highlight(text, self.lexer)
         if text.startswith("#"):
             return style(text.lstrip("# "), 1, 4)
         return _inline(text)
@@ -64,6 +67,10 @@ class Stream:
         if line.strip().startswith("```"):
             self.emit([style(line, 2)])
             self.fence = not self.fence
+            if self.fence and not self.thinking:
+                from pisces.modes.tui.highlight import lexer_for  # noqa: PLC0415 - the first code fence
+
+                self.lexer = lexer_for(line.strip()[3:])
             return
         width = self.width - 2 if self.thinking else self.width
         self.emit([self._row(r) for r in (wrap(line, width) if not self.fence else _chunks(line, width))])
