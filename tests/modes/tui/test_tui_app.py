@@ -136,3 +136,27 @@ def test_ctrl_o_expands_later_tool_cards() -> None:
         text = "\n".join(rows)
         assert "line0" in text and "line29" in text
     run(body)
+
+
+def test_keybindings_json_rebinds_with_pi_names(tmp_path) -> None:
+    from pisces.modes.tui.keybindings import load_keymap
+
+    (tmp_path / "keybindings.json").write_text('{"followUp": "ctrl+q", "submit": ["return"]}')
+    keymap, problem = load_keymap(str(tmp_path))
+    assert problem is None
+
+    def body(app: App) -> None:
+        app.on_frame({"type": "agent_start"})
+        typed(app, "queued")
+        app.on_keys([KeyPress(Keys.ControlQ, "\x11")])
+        assert app.client.sent[-1] == {"type": "follow_up", "message": "queued"}
+        typed(app, "again")
+        app.on_keys([KeyPress(Keys.Escape, "\x1b"), KeyPress(Keys.ControlM, "\r")])  # alt+enter: unbound now
+        assert app.editor.text == "again"
+
+    async def main() -> None:
+        app = App(FakeClient(), io.StringIO(), width=60, height=20, keymap=keymap)
+        body(app)
+    asyncio.run(main())
+    (tmp_path / "keybindings.json").write_text("[1, 2]")
+    assert "not a JSON object" in load_keymap(str(tmp_path))[1]

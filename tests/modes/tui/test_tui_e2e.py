@@ -86,7 +86,7 @@ def test_type_steer_follow_up_abort_and_quit(term):
     term.keys("Escape")
     term.wait_for("aborted", 30, history=True)
     term.keys("C-c")
-    term.wait_for("Ctrl+C again to quit")
+    term.wait_for("ctrl+c again to quit")
     term.keys("C-c")
     assert stty_same(term)
     assert "EXIT=0" in term.screen()

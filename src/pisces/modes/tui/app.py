@@ -18,6 +18,7 @@ from prompt_toolkit.input import create_input
 from prompt_toolkit.keys import Keys
 
 from pisces.modes.tui.footer import footer_rows
+from pisces.modes.tui.keybindings import Keymap
 from pisces.modes.tui.render import Renderer, fit, style
 from pisces.modes.tui.transcript import Transcript
 
@@ -40,16 +41,10 @@ COMMANDS = {
     "/quit": "leave",
 }
 HIDDEN = ("/switch-to", "/fork-at", "/thinking-cycle")  # what selectors and keys run
-HOTKEYS = [("Enter", "send (while a reply runs: steer)"), ("Alt+Enter", "queue a follow-up"),
-           ("Ctrl+J / Shift+Enter", "new line"), ("Esc", "abort the reply"), ("Ctrl+C", "clear; twice: quit"),
-           ("Ctrl+D", "quit on an empty editor"), ("Ctrl+T", "show/hide thinking"),
-           ("Ctrl+O", "expand/collapse tool output"), ("Shift+Tab", "cycle the thinking level"),
-           ("Ctrl+L", "model selector"), ("Alt+Up", "pull queued messages back"), ("Ctrl+Z", "suspend"),
-           ("Up/Down", "history"), ("Tab", "complete a /command")]
-
 
 class App:
-    def __init__(self, client: Any, out: Any, *, width: int, height: int, history: Any = None) -> None:
+    def __init__(self, client: Any, out: Any, *, width: int, height: int, history: Any = None,
+                 keymap: Any = None) -> None:
         self.client = client
         self.out = out
         self.renderer = Renderer(self._write, width, height)
@@ -67,6 +62,7 @@ class App:
         self._frame: asyncio.TimerHandle | None = None
         self.hint = ""
         self.extra_commands: list[str] = []  # the session's commands (get_commands), for Tab
+        self.keymap = keymap if keymap is not None else Keymap()
 
     # -- output ----------------------------------------------------------------------------------
     def _write(self, text: str) -> None:
@@ -246,31 +242,33 @@ class App:
         i = 0
         while i < len(keys):
             k = keys[i]
-            nxt = keys[i + 1].key if i + 1 < len(keys) else None
-            if k.key == Keys.Escape and nxt in (Keys.ControlM, Keys.ControlJ) and self.dialog is None:
-                self.submit(follow_up=True)
-                i += 2
-                continue
-            if k.key == Keys.Escape and nxt == Keys.Up and self.dialog is None:  # Alt+Up
-                asyncio.ensure_future(self.pull_queue())
-                i += 2
-                continue
+            alt = False
+            if k.key == Keys.Escape and i + 1 < len(keys) and keys[i + 1].key not in (Keys.Escape,
+                                                                                     Keys.BracketedPaste):
+                alt, i = True, i + 1  # Esc then a key in one read: that key with Alt
+                k = keys[i]
             try:
-                self.on_key(k)
+                self.on_key(k, alt)
             except Exception as exc:  # noqa: BLE001 - a key must never take the UI down
                 self.transcript.note(f"internal error: {exc}", 31)
             i += 1
         self.schedule()
 
-    def on_key(self, k: Any) -> None:
-        key = k.key
+    def on_key(self, k: Any, alt: bool = False) -> None:
         if self.dialog is not None:
+            if alt and k.key != Keys.ControlM:
+                return
             self._dialog_key(k)
             return
-        if key != Keys.ControlC:
+        key = k.key
+        action = self.keymap.action(key, k.data, alt)
+        if action != "clear":
             self.hint = ""
         buf = self.editor
-        if key == Keys.ControlC:
+        doc = buf.document
+        if key == Keys.BracketedPaste:
+            buf.insert_text(k.data.replace("\r\n", "\n").replace("\r", "\n"))
+        elif action == "clear":
             now = time.monotonic()
             if buf.text:
                 buf.reset()
@@ -279,70 +277,75 @@ class App:
                 self.done.set()
             else:
                 self.last_ctrl_c = now
-                self.hint = "Ctrl+C again to quit"
-        elif key == Keys.ControlD:
-            if not buf.text:
-                self.done.set()
-            else:
-                buf.delete()
-        elif key in (Keys.ControlM,):
+                self.hint = f"{self.keymap.keys_of('clear')} again to quit"
+        elif action == "exit" and not buf.text:
+            self.done.set()
+        elif action == "exit" or action == "deleteCharForward":
+            buf.delete()
+        elif action == "submit":
             self.submit(follow_up=False)
-        elif key == Keys.ControlJ:
+        elif action == "followUp":
+            self.submit(follow_up=True)
+        elif action == "newLine":
             buf.insert_text("\n")
-        elif key == Keys.Escape:
+        elif action == "interrupt":
             if self.busy:
                 self.client.send({"type": "abort"})
                 if self.queued:  # the queued messages come back to the editor, not lost with the run
                     asyncio.ensure_future(self.pull_queue())
-        elif key == Keys.ControlO:
+        elif action == "dequeue":
+            asyncio.ensure_future(self.pull_queue())
+        elif action == "toggleThinking":
+            self.transcript.show_thinking = not self.transcript.show_thinking
+            self.hint = "thinking " + ("shown" if self.transcript.show_thinking else "hidden")
+        elif action == "expandTools":
             self.transcript.expand_tools = not self.transcript.expand_tools
             self.hint = "tool output " + ("expanded" if self.transcript.expand_tools else "collapsed") + \
                 " (from the next tool card on)"
-        elif key == Keys.BackTab:
+        elif action == "cycleThinkingLevel":
             asyncio.ensure_future(self.command("/thinking-cycle"))
-        elif key == Keys.ControlL:
+        elif action == "selectModel":
             asyncio.ensure_future(self.command("/model"))
-        elif key == Keys.ControlT:
-            self.transcript.show_thinking = not self.transcript.show_thinking
-            self.hint = "thinking " + ("shown" if self.transcript.show_thinking else "hidden")
-        elif key == Keys.ControlZ:
+        elif action == "suspend":
             self.suspend()
-        elif key == Keys.BracketedPaste:
-            buf.insert_text(k.data.replace("\r\n", "\n").replace("\r", "\n"))
-        elif key in (Keys.Backspace, Keys.ControlH):
+        elif action == "deleteCharBackward":
             buf.delete_before_cursor()
-        elif key == Keys.Delete:
-            buf.delete()
-        elif key == Keys.Left:
+        elif action == "cursorLeft":
             buf.cursor_left()
-        elif key == Keys.Right:
+        elif action == "cursorRight":
             buf.cursor_right()
-        elif key == Keys.Up:
-            if buf.document.cursor_position_row == 0:
+        elif action == "cursorWordLeft":
+            buf.cursor_position += doc.find_previous_word_beginning() or 0
+        elif action == "cursorWordRight":
+            buf.cursor_position += doc.find_next_word_ending() or 0
+        elif action == "cursorUp":
+            if doc.cursor_position_row == 0:
                 buf.history_backward()
             else:
                 buf.cursor_up()
-        elif key == Keys.Down:
-            doc = buf.document
+        elif action == "cursorDown":
             if doc.is_cursor_at_the_end_of_line and doc.cursor_position_row == doc.line_count - 1:
                 buf.history_forward()
             else:
                 buf.cursor_down()
-        elif key in (Keys.Home, Keys.ControlA):
-            buf.cursor_position += buf.document.get_start_of_line_position()
-        elif key in (Keys.End, Keys.ControlE):
-            buf.cursor_position += buf.document.get_end_of_line_position()
-        elif key == Keys.ControlU:
-            buf.delete_before_cursor(-buf.document.get_start_of_line_position())
-        elif key == Keys.ControlK:
-            buf.delete(buf.document.get_end_of_line_position())
-        elif key == Keys.ControlW:
-            pos = buf.document.find_start_of_previous_word()
+        elif action == "cursorLineStart":
+            buf.cursor_position += doc.get_start_of_line_position()
+        elif action == "cursorLineEnd":
+            buf.cursor_position += doc.get_end_of_line_position()
+        elif action == "deleteToLineStart":
+            buf.delete_before_cursor(-doc.get_start_of_line_position())
+        elif action == "deleteToLineEnd":
+            buf.delete(doc.get_end_of_line_position())
+        elif action == "deleteWordBackward":
+            pos = doc.find_start_of_previous_word()
             if pos:
                 buf.delete_before_cursor(-pos)
-        elif key == Keys.ControlI:
+        elif action == "undo":
+            buf.undo()
+        elif action == "tab":
             self._complete()
-        elif len(k.data) == 1 and k.data.isprintable():
+        elif not alt and len(k.data) == 1 and k.data.isprintable():
+            buf.save_to_undo_stack()
             buf.insert_text(k.data)
 
     def _complete(self) -> None:

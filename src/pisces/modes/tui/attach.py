@@ -80,7 +80,13 @@ async def _serve(url: str, token: str | None) -> int:
     size = os.get_terminal_size(sys.stdout.fileno())
     app: Any = None
     client = RemoteClient(ws, lambda ev: app.on_frame(ev))
-    app = App(client, sys.stdout, width=size.columns, height=size.lines)
+    from pisces.core.config.paths import agent_dir  # noqa: PLC0415 - attach only
+    from pisces.modes.tui.keybindings import load_keymap  # noqa: PLC0415 - attach only
+
+    keymap, problem = load_keymap(agent_dir())
+    app = App(client, sys.stdout, width=size.columns, height=size.lines, keymap=keymap)
+    if problem:
+        app.transcript.note(problem, 33)
     reader = asyncio.ensure_future(client.read())
     reader.add_done_callback(lambda _t: app.done.set())
     snap = await asyncio.wait_for(client.snapshot, 15)

@@ -29,10 +29,9 @@ async def run_command(app: Any, text: str) -> None:
     if name == "/quit":
         app.done.set()
     elif name == "/hotkeys":
-        from pisces.modes.tui.app import HOTKEYS  # noqa: PLC0415 - already loaded
-
-        for key, what in HOTKEYS:
-            t.note(f"{key:22} {what}")
+        for action, keys in app.keymap.bindings.items():
+            t.note(f"{action:20} {', '.join(keys)}")
+        t.note("keybindings.json in the agent dir rebinds them (pi's action ids and key names)", 2)
     elif name == "/new":
         await ask({"type": "new_session"})
         t.note("new session", 2)

@@ -65,7 +65,13 @@ async def _serve(args: Any) -> int:
     size = os.get_terminal_size(sys.stdout.fileno())
     app: Any = None
     client = LocalClient(host, lambda ev: app.on_frame(ev))
-    app = App(client, sys.stdout, width=size.columns, height=size.lines, history=_history(session))
+    from pisces.core.config.paths import agent_dir  # noqa: PLC0415 - interactive only
+    from pisces.modes.tui.keybindings import load_keymap  # noqa: PLC0415 - interactive only
+
+    keymap, problem = load_keymap(agent_dir())
+    app = App(client, sys.stdout, width=size.columns, height=size.lines, history=_history(session), keymap=keymap)
+    if problem:
+        app.transcript.note(problem, 33)
     host.attach(client)
     host.on_shutdown_request = app.done.set
     ended_by: list[int] = []
