@@ -24,6 +24,7 @@ from pisces.modes.tui.transcript import Transcript
 
 FRAME_S = 1 / 60
 ESC_WAIT_S = 0.05
+DIALOG_ROWS = 10  # options of a selector shown at once (the list scrolls with the choice)
 DIALOG_METHODS = ("select", "confirm", "input", "editor")
 COMMANDS = {
     "/model": "pick or set the model (/model provider/id)",
@@ -123,9 +124,15 @@ class App:
             rows.append(style("│ " + d["message"], 35))
         rows.extend(d.get("body", []))
         if d["method"] in ("select", "approval"):
-            for i, opt in enumerate(d["options"]):
-                mark = "›" if i == d["index"] else " "
-                rows.append(style(f"│ {mark} {opt}", 1 if i == d["index"] else 0))
+            opts, at = d["options"], d["index"]
+            first = max(0, min(at - DIALOG_ROWS // 2, len(opts) - DIALOG_ROWS))
+            if first > 0:
+                rows.append(style(f"│   … {first} more", 2))
+            for i in range(first, min(len(opts), first + DIALOG_ROWS)):
+                mark = "›" if i == at else " "
+                rows.append(style(f"│ {mark} {opts[i]}", 1 if i == at else 0))
+            if first + DIALOG_ROWS < len(opts):
+                rows.append(style(f"│   … {len(opts) - first - DIALOG_ROWS} more", 2))
             rows.append(style("└ ↑/↓ choose · Enter pick · Esc cancel", 2))
         elif d["method"] == "confirm":
             rows.append(style("└ y yes · n no · Esc cancel", 2))
