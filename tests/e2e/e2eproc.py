@@ -108,7 +108,8 @@ class Proc:
         self._eof = False
         self.extra_pgids: set[int] = set()  # process groups to kill at close (tool children)
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._stderr_thread = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_thread.start()
 
     @classmethod
     def rpc(cls, home: Home, *args: str, env: dict[str, str] | None = None) -> "Proc":
@@ -153,7 +154,25 @@ class Proc:
 
     @property
     def stderr(self) -> str:
+        """What the process wrote to stderr *so far*: a reader thread collects it, so text the process writes
+        just before a frame may not be here yet when the frame is. To check for a message, wait for it
+        (``wait_stderr``) instead of reading this at once."""
         return self._stderr.decode("utf-8", "replace")
+
+    def wait_stderr(self, text: str, timeout: float = 30.0) -> str:
+        """stderr once it holds ``text`` (bounded by ``timeout``); fails with what it holds instead."""
+        deadline = time.monotonic() + timeout
+        while text not in self.stderr:
+            if time.monotonic() >= deadline or (self.p.poll() is not None and not self._stderr_open()):
+                if text in self.stderr:
+                    break
+                raise self._fail(f"stderr does not say {text!r} within {timeout} s")
+            time.sleep(0.02)
+        return self.stderr
+
+    def _stderr_open(self) -> bool:
+        thread = getattr(self, "_stderr_thread", None)
+        return thread is not None and thread.is_alive()
 
     def _fail(self, why: str) -> ProcError:
         tail = [json.dumps(f)[:300] for f in self.frames[-8:]]

@@ -154,7 +154,7 @@ def test_extension_output_never_reaches_the_protocol_stream(home, spawn):
     for line in p.raw_lines:  # every stdout line is a JSON object
         assert line.startswith(b"{") and line.endswith(b"}"), line
     for text in ("print at load", "print in a handler", "raw fd 1 write", "child process output", "osc"):
-        assert text in p.stderr
+        p.wait_stderr(text)
 
 
 def test_failures_are_isolated_and_reported(home, spawn):
@@ -175,7 +175,7 @@ def test_failures_are_isolated_and_reported(home, spawn):
     assert [(e["extensionPath"], e["event"], e["error"]) for e in err] == [(raising, "turn_start",
                                                                            "turn handler broke")]
     assert p.ok({"type": "get_last_assistant_text"}) == {"text": "answered anyway"}
-    assert f'Failed to load extension "{broken}"' in p.stderr
+    p.wait_stderr(f'Failed to load extension "{broken}"')
 
 
 def test_reload_resources_reloads_extensions_and_reports_commands(home, spawn):
@@ -207,7 +207,7 @@ def test_ctx_shutdown_exits_after_the_response(home, spawn):
     p = spawn("--faux-script", home.faux_script([]), "-e", ext)
     assert p.request({"id": "q", "type": "prompt", "message": "/quit"})["success"] is True
     assert p.wait(timeout=15) == 0
-    assert "shutdown: quit" in p.stderr
+    p.wait_stderr("shutdown: quit")
 
 
 def test_extension_flags_on_the_command_line(home, spawn):
@@ -221,7 +221,7 @@ def test_extension_flags_on_the_command_line(home, spawn):
     assert ui_request(p, "notify")["message"] == "plan=True who=me"
     q = spawn("--faux-script", home.faux_script([]), "-e", ext, "--nope", ready=False)
     assert q.wait(timeout=15) == 2
-    assert "unrecognized arguments: --nope" in q.stderr
+    q.wait_stderr("unrecognized arguments: --nope")
 
 
 def test_project_extensions_load_only_when_trusted(home, spawn):
@@ -230,7 +230,7 @@ def test_project_extensions_load_only_when_trusted(home, spawn):
     p = spawn("--faux-script", home.faux_script([]))
     assert [c["name"] for c in p.ok({"type": "get_commands"})["commands"]] == []
     p.close()
-    assert "not trusted" in p.stderr
+    p.wait_stderr("not trusted")
     from pisces.core.config.trust import trust_project
 
     trust_project(home.cwd, home.agent_dir)

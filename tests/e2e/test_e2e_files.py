@@ -177,4 +177,4 @@ def test_a_checkout_whose_configuration_is_fifos_and_device_links_starts_and_ser
         assert user["message"]["content"][0]["text"] == "/x hello"
         assert p.close(30) == 0
     for name in ("settings.json", "x.md", "SYSTEM.md", "APPEND_SYSTEM.md", "AGENTS.md"):
-        assert name in p.stderr, p.stderr
+        p.wait_stderr(name)

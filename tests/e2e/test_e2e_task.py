@@ -277,7 +277,8 @@ def test_project_agents_are_used_only_in_a_trusted_project(home, spawn):
     frames = run_prompt(p)
     assert summary_text(frames) == ('Unknown agent "scout". Available: task, quick_task, explore, plan, reviewer')
     assert lifecycle(frames) == ["tool_execution_start", "tool_execution_end"]
-    assert "project agents in" in p.stderr and "the project is not trusted" in p.stderr
+    p.wait_stderr("project agents in")
+    p.wait_stderr("the project is not trusted")
     p.close()
 
     p = start(spawn, home, "--no-session", "--trust-project", "--faux-script", script(home, parent,

@@ -45,8 +45,8 @@ def test_untrusted_repository_cannot_choose_the_shell_or_the_session_dir(home, s
     assert result["content"][0]["text"].strip() == "from-model"
     assert not os.path.exists(marker)
     assert not os.path.exists(os.path.join(home.cwd, "captured"))
-    assert p.stderr.count("this project is not trusted") == 1
-    assert "ignoring shellPath, shellCommandPrefix, sessionDir in " in p.stderr
+    p.wait_stderr("ignoring shellPath, shellCommandPrefix, sessionDir in ")
+    assert p.wait_stderr("this project is not trusted").count("this project is not trusted") == 1
 
     # the user trusts it: saved for the real path; this process keeps what it started with
     data = p.ok({"type": "trust_project"})

@@ -3,7 +3,8 @@
 - A 50 MB error body (a 503, so it is retried): once it was read whole, classified by regexes on the event loop
   for 51 s and emitted three times per attempt. Now each attempt reads 64 KB of it, the error text is bounded,
   and the whole prompt writes a few kilobytes of frames while the process keeps answering.
-- An endless stream of deltas: it once wrote gigabytes of snapshots and never ended. Now it ends at the reply
+- An endless stream of deltas: it once wrote gigabytes of snapshots and never ended. Now it ends far past the
+  model's maxTokens (64 characters a token), long before the byte cap, and otherwise at the reply
   bound (``PISCES_MAX_REPLY_MB``, 2 here) with one readable error, and what was written stays linear in the
   reply (deltas of a large message are merged).
 Every wait is bounded; the server's bodies are generators (nothing is built in memory).
@@ -83,15 +84,16 @@ def test_an_endless_stream_ends_with_one_error_and_linear_output(tmp_path, serve
 
     server.push(Reply(200, {"content-type": "text/event-stream"}, [_chunk({"role": "assistant", "content": ""}),
                                                                     forever()]))
-    agent = start(tmp_path, server, env={"PISCES_MAX_REPLY_MB": "2"})
+    agent = start(tmp_path, server)  # the default byte cap (64 MB) is far away: maxTokens stops it first
     try:
         frames, messages = prompt(agent)
         assert not events_of(frames, "auto_retry_start"), "a reply over the bound is not retried"
         assistants = [m for m in messages if m["role"] == "assistant"]
         assert len(assistants) == 1 and assistants[0]["stopReason"] == "error"
-        assert assistants[0]["errorMessage"].startswith("The provider sent more than 2 MB in one reply")
+        assert assistants[0]["errorMessage"].startswith("The provider kept sending past this model's output limit")
+        assert "for maxTokens 4096)" in assistants[0]["errorMessage"]
         text = assistants[0]["content"][0]["text"]
-        assert 0 < len(text) < 2 * MB
+        assert 64 * 4096 < len(text) < 64 * 4096 + 64 * 1024  # stopped right past 64 characters a token
         # every delta is in the frames, in order, however they were merged
         deltas = [f["assistantMessageEvent"]["delta"] for f in events_of(frames, "message_update")
                   if f["assistantMessageEvent"]["type"] == "text_delta"]

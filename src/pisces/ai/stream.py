@@ -46,6 +46,9 @@ from pisces.ai.types import (
 )
 
 ABORTED_MESSAGE = "Request was aborted"
+# A reply is stopped once its streamed characters pass this many per token of the model's maxTokens: a
+# token is about 4 characters, so this is 16 times the longest reply the model may legitimately send.
+OVERRUN_CHARS_PER_TOKEN = 64
 # pi's text when the request is aborted before it starts (with a full stop, unlike the mid-stream one)
 ABORTED_BEFORE_START_MESSAGE = "Request was aborted."
 
@@ -182,6 +185,11 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
 
     partial: AssistantMessage | None = None
     open_blocks: dict[int, str] = {}  # contentIndex -> kind, for blocks started but not ended
+    # A reply far past the model's own output limit comes from a broken provider (an endless stream): it is
+    # stopped there, long before the byte cap, so the client is not sent hundreds of MB first.
+    max_tokens = max(int(model.maxTokens or 0), int(getattr(options, "maxTokens", 0) or 0))
+    overrun_at = max_tokens * OVERRUN_CHARS_PER_TOKEN if max_tokens > 0 else 0
+    streamed = 0
     failure: BaseException | None = None
     coalescer = _Coalescer()
     try:
@@ -212,8 +220,12 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
             if partial is None and kind != "start" and isinstance(getattr(item, "partial", None), AssistantMessage):
                 partial = item.partial  # a provider that skipped ``start``: never send a late one
             if kind in _DELTA_KINDS:
+                streamed += len(item.delta)
                 for ev in coalescer.delta(item, now):
                     yield ev
+                if overrun_at and streamed > overrun_at:
+                    interrupt[0] = "overrun"
+                    break
                 continue
             coalescer.prev = now
             if coalescer.held is not None:
@@ -246,6 +258,12 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
         out.stopReason = "error"
         if failure is not None:
             out.errorMessage = bound_message(_describe(failure))
+        elif interrupt[0] == "overrun":
+            for ev in _close_blocks(out, open_blocks):
+                yield ev
+            out.errorMessage = (f"The provider kept sending past this model's output limit ({streamed} characters "
+                                f"for maxTokens {max_tokens}): pisces stopped the reply (a broken or endless "
+                                "stream)")
         elif interrupt[0] == "stall":
             out.errorMessage = f"Stream stalled: the provider sent nothing for {idle_s:g} s (request timed out)"
         else:

@@ -58,6 +58,13 @@ async def _run(args: Any, json_events: bool, received: list[int]) -> int:
         writer.write(session.store.get_header())
         session.subscribe(writer.write)
     session.subscribe(_report_progress)
+    budget_stop: list[str] = []  # what the session's budget_exceeded said, for the final line
+
+    def on_budget(event: Any) -> None:
+        if isinstance(event, dict) and event.get("type") == "budget_exceeded" and event.get("scope") == "session":
+            budget_stop.append(_budget_text(event))
+
+    session.subscribe(on_budget)
     main = asyncio.current_task()
     assert main is not None
     loop = asyncio.get_running_loop()
@@ -91,6 +98,8 @@ async def _run(args: Any, json_events: bool, received: list[int]) -> int:
             last_error = None  # the last reply decides, as in pi
             if last is not None and last.stopReason in ("error", "aborted"):
                 last_error = last.errorMessage if isinstance(last.errorMessage, str) else last.stopReason
+                if last.stopReason == "aborted" and budget_stop:  # the budget stopped it: say which limit
+                    last_error = f"stopped by the budget: {budget_stop[0]}"
         if not json_events and last_error is None and not received:  # a failed reply's text is not the answer
             text = session.last_assistant_text()
             if text:
@@ -107,6 +116,15 @@ async def _run(args: Any, json_events: bool, received: list[int]) -> int:
     return 0
 
 
+def _budget_text(event: dict[str, Any]) -> str:
+    """``maxCostUsd 1 (spent 1.02)``: the limit a budget_exceeded event names, in the settings' own words."""
+    from pisces.core.budget.policy import DIMENSIONS  # noqa: PLC0415 - only when a budget ran out
+
+    reason = (event.get("snapshot") or {}).get("reason") or "a limit"
+    key = next((limit for dim, limit, _ in DIMENSIONS if dim == reason), reason)
+    return f"{key} {event.get('budget')} (spent {event.get('spent')})"
+
+
 def _report_progress(event: Any) -> None:
     """Retries and automatic compactions, one line each on stderr, while they happen."""
     if not isinstance(event, dict):
@@ -116,6 +134,8 @@ def _report_progress(event: Any) -> None:
         seconds = event.get("delayMs", 0) / 1000
         sys.stderr.write(f"pisces: {event.get('errorMessage')}; retrying in {seconds:g} s "
                          f"(attempt {event.get('attempt')} of {event.get('maxAttempts')})\n")
+    elif kind == "budget_exceeded":
+        sys.stderr.write(f"pisces: budget exceeded: {_budget_text(event)}\n")
     elif kind == "auto_compaction_start":
         sys.stderr.write(f"pisces: compacting the session ({event.get('reason')})\n")
     else:

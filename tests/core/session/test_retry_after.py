@@ -33,6 +33,7 @@ class _Session:
     def __init__(self, messages):
         self.settings = _Settings()
         self.agent = _Agent(messages)
+        self.budget = None  # AgentSession's budget slot: none here
         self.events = []
 
     def emit(self, event):

@@ -464,3 +464,62 @@ async def test_full_output_log_write_failure_is_reported_injected(run, monkeypat
                                             "left on device)")
     assert text_of(r).endswith(f"Full output: {r.details['fullOutputPath']} ({r.details['fullOutputError']})]")
     os.unlink(r.details["fullOutputPath"])
+
+
+class _Zeros:
+    """A binary file of ``size`` zero bytes with no newline, counting what is read of it."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.pos = size, 0
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.size - self.pos if n < 0 else min(n, self.size - self.pos)
+        self.pos += n
+        return bytes(n)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+def test_a_huge_single_line_is_not_read_whole_once_the_output_is_decided():
+    from pisces.core.tools.read import SCAN_PAST_OUTPUT, _read_text
+
+    source = _Zeros(2 * 1024**3)  # 2 GB, one line
+    text, details = _read_text(source, "big.bin", None, None)
+    assert source.pos <= SCAN_PAST_OUTPUT + (1 << 20), f"read {source.pos} bytes of a 2 GB line"
+    assert text.startswith("[Line 1 is more than 32.0MB, exceeds 50.0KB limit. Use bash: sed -n '1p' big.bin")
+    assert details["truncation"]["firstLineExceedsLimit"] is True
+
+
+def test_a_long_file_reports_a_lower_bound_once_the_output_is_decided():
+    from pisces.core.tools.read import SCAN_PAST_OUTPUT, _read_text
+
+    class Lines(_Zeros):
+        def read(self, n: int = -1) -> bytes:
+            data = super().read(n)
+            return data.replace(b"\0", b"\n")
+
+    source = Lines(1024**3)
+    text, _ = _read_text(source, "many.txt", None, None)
+    assert source.pos <= SCAN_PAST_OUTPUT + (1 << 20)
+    assert text.endswith("[Showing lines 1-2000 of more than 33554433. Use offset=2001 to continue.]")
+
+
+def test_the_read_tool_on_a_20_gb_sparse_file_ends_at_once(tmp_path):
+    """Through the real process: 20 GB of zeros in one line (a sparse file: no disk used). Reading it whole took
+    ~1 s a GB; now the tool stops at the output limit (the bound here is generous for a busy machine)."""
+    big = tmp_path / "sparse.bin"
+    with open(big, "wb") as f:
+        f.truncate(20 * 1024**3)
+    code = (
+        "import asyncio, sys\n"
+        "from pisces.core.tools.read import ReadTool\n"
+        "r = asyncio.run(ReadTool(sys.argv[1]).execute('c', {'path': 'sparse.bin'}, None, None))\n"
+        "print(r.content[0].text[:80])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("[Line 1 is more than 32.0MB, exceeds 50.0KB limit.")

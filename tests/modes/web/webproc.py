@@ -31,7 +31,7 @@ Frame = dict[str, Any]
 
 class WebProc:
     def __init__(self, home: Any, *args: str, rpc: bool = False, env: dict[str, str] | None = None,
-                 wait: bool = True) -> None:
+                 wait: bool = True, read_stdout: bool = True) -> None:
         argv = [*PISCES, "--mode", "rpc", "--web", *args] if rpc else [*PISCES, "--mode", "web", *args]
         self.home = home
         self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -44,7 +44,8 @@ class WebProc:
         banner = self.p.stderr if rpc else self.p.stdout
         threading.Thread(target=self._read_banner, args=(banner,), daemon=True).start()
         if rpc:
-            threading.Thread(target=self._read_stdout, daemon=True).start()
+            if read_stdout:  # False: a stdio peer that never reads its output
+                threading.Thread(target=self._read_stdout, daemon=True).start()
         else:
             threading.Thread(target=self._drain, args=(self.p.stderr,), daemon=True).start()
         self.pair_url = self.token = self.base = ""

@@ -36,6 +36,7 @@ class SessionBudget:
             hooks.spawn_gate = lambda request: self.controller.reserve_subagent()
             hooks.spawn_cancelled = lambda request: self.controller.release_subagent()
             hooks.on_usage = lambda report: self.controller.add_usage(report.usage)
+            hooks.on_tool_call = lambda report: self.controller.add_tool_call()
 
     @property
     def policy(self) -> BudgetPolicy:
@@ -47,6 +48,14 @@ class SessionBudget:
             self._cancel_timer()
             if self.policy.abort_on_exceeded:
                 self._abort()
+
+    def exceeded_reason(self) -> str | None:
+        """The dimension whose limit was passed (``cost``, ``tool_calls``...), None while within budget."""
+        return self.controller.exceeded_reason()
+
+    def add_usage(self, usage: Any) -> None:
+        """Usage of a request outside the agent's turns (a compaction's summary)."""
+        self.controller.add_usage(usage)
 
     # -- fed by the session -----------------------------------------------------------------------------
     def on_event(self, event: Any) -> None:

@@ -52,6 +52,8 @@ class Summarizer:
     model: Model
     options_for: Callable[[int, bool], StreamOptions]
     thinking_level: str = "off"
+    # every reply's usage, whatever its end (a summary the user's budget pays for, like any reply)
+    on_usage: Callable[[Any], None] | None = None
 
     async def ask(self, prompt_text: str, max_tokens: int, *, reasoning: bool, failure: str | None) -> str:
         """The model's text reply. Raises CompactionCancelled on abort and SummaryError on failure
@@ -62,6 +64,8 @@ class Summarizer:
         )
         use_reasoning = reasoning and self.model.reasoning and self.thinking_level not in ("off", "", None)
         reply = await complete(self.model, context, self.options_for(max_tokens, use_reasoning))
+        if self.on_usage is not None:
+            self.on_usage(reply.usage)
         if reply.stopReason == "aborted":
             raise CompactionCancelled()
         if reply.stopReason == "error":

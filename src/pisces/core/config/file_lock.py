@@ -5,13 +5,19 @@ The protocol is the one pi uses (proper-lockfile): the lock is the directory ``<
 A lock directory older than ``stale`` seconds belongs to a process that died while holding it and is
 taken over. So pi and pisces pointed at the same agent directory also respect each other's locks.
 
-Held only around a read-modify-write of a small file, so waiting for it is short: ``timeout`` bounds it,
-and a lock that cannot be had in that time raises :class:`LockTimeout` with a sentence saying what to do.
+Held only around a read-modify-write of a small file, so waiting for it is short. The waiting never gives up
+on a clock of its own, because a busy machine can stretch any such clock and a setting the person chose would
+be lost: it waits while the holder is alive, which the holder shows by refreshing the lock's time every
+``stale / 2`` seconds while it holds it (as proper-lockfile does), and takes the lock over once it has not been
+refreshed for ``stale`` seconds (its holder died or is stopped). So the wait is bounded by the holder's own
+write plus, at worst, ``stale`` seconds. A caller may still pass ``timeout`` (then :class:`LockTimeout`, with a
+sentence saying what to do).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
@@ -28,27 +34,29 @@ class LockTimeout(OSError):
 class FileLock:
     """``with FileLock(path): ...`` holds ``<path>.lock`` for the block."""
 
-    def __init__(self, path: str, *, timeout: float = 1.0, stale: float = STALE_S) -> None:
+    def __init__(self, path: str, *, timeout: float | None = None, stale: float = STALE_S) -> None:
         self.path = path
         self.lock_path = f"{path}.lock"
         self.timeout = timeout
         self.stale = stale
         self._held = False
+        self._refreshing: threading.Event | None = None
 
     def acquire(self) -> None:
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + self.timeout if self.timeout is not None else None
         directory = os.path.dirname(self.lock_path) or "."
         os.makedirs(directory, exist_ok=True)
         while True:
             try:
                 os.mkdir(self.lock_path, 0o700)
                 self._held = True
+                self._start_refreshing()
                 return
             except FileExistsError:
                 pass
             if self._take_over_stale():
                 continue
-            if time.monotonic() >= deadline:
+            if deadline is not None and time.monotonic() >= deadline:
                 raise LockTimeout(f"{self.path} is locked by another process ({self.lock_path} exists; remove it "
                                   "if no pisces or pi process is running)")
             time.sleep(RETRY_S)
@@ -71,7 +79,23 @@ class FileLock:
             return False  # not a directory we can remove: wait, then report
         return True
 
+    def _start_refreshing(self) -> None:
+        """Show waiters that the holder is alive: touch the lock every ``stale / 2`` seconds while held."""
+        stop = self._refreshing = threading.Event()
+
+        def refresh() -> None:
+            while not stop.wait(self.stale / 2):
+                try:
+                    os.utime(self.lock_path)
+                except OSError:
+                    return
+
+        threading.Thread(target=refresh, name="pisces-lock-refresh", daemon=True).start()
+
     def release(self) -> None:
+        if self._refreshing is not None:
+            self._refreshing.set()
+            self._refreshing = None
         if self._held:
             self._held = False
             try:

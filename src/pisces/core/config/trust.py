@@ -195,7 +195,7 @@ def trust_project(cwd: str, agent_dir: str, trusted: bool = True) -> str:
 
     key = canonical_path(cwd)
     path = _trust_file(agent_dir)
-    with FileLock(path, timeout=5.0):
+    with FileLock(path):
         data = _read_store(path)
         data[key] = bool(trusted)
         ordered = {k: data[k] for k in sorted(data) if data[k] is not None}

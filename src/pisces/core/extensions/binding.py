@@ -379,6 +379,13 @@ class ExtensionHost:
             self._turn_index += 1
         return data
 
+    def abort_handlers(self) -> None:
+        """The session aborts: every handler still awaited is abandoned (see pisces.core.extensions.runner)."""
+        self.runner.abort_pending()
+
+    def abort_finished(self) -> None:
+        self.runner.abort_finished()
+
     async def drain(self) -> None:
         if self._worker is not None and not self._worker.done() and self._drained is not None:
             await self._drained.wait()

@@ -15,10 +15,20 @@ registered them). What their results mean depends on the event:
 
 A handler that raises is reported (``extension_error``) and the loop goes on, except for ``tool_call``, where
 the call is also blocked (fail closed).
+
+Abort always wins over a handler (``abort_pending``, called by the session's ``abort``): a handler that is still
+awaiting when the session aborts has one second (ABORT_GRACE_S) to return, then it is abandoned, whatever it does.
+Its task is cancelled (a cooperative handler stops there); if it goes on anyway, nothing waits for it and whatever
+it returns later is dropped. The event's delivery ends as if no later handler existed (a ``tool_call`` is blocked
+with "Operation aborted"). While the abort winds the run down, a handler that starts (``agent_end``, a turn's
+events) has until the same deadline: the whole wind-down takes at most that second. A synchronous handler that never
+returns holds the whole process (Python cannot stop a running thread of its own); extensions must not block, and
+await instead.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from typing import Any, AsyncIterator, Callable
 
@@ -26,6 +36,7 @@ from pisces.core.extensions.api import CommandDefinition, Event, Extension, Runt
 from pisces.core.extensions.tools import to_content
 
 ErrorListener = Callable[[dict[str, Any]], None]
+ABORT_GRACE_S = 1.0  # what a handler that starts while the session is aborting gets before it is abandoned
 
 SESSION_BEFORE = {"session_before_switch", "session_before_fork", "session_before_compact", "session_before_tree"}
 # older names of the same events (seed 003 / oh-my-pi), delivered to handlers registered under them too
@@ -36,12 +47,37 @@ def error_text(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+class HandlerAborted(Exception):
+    """The session aborted while a handler was still running: the handler was abandoned."""
+
+
+def _drop_result(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved, so an abandoned handler's late failure is not logged as unhandled
+
+
 class ExtensionRunner:
     def __init__(self, extensions: list[Extension], runtime: Runtime) -> None:
         self.extensions = extensions
         self.runtime = runtime
         self.make_context: Callable[[], Any] = lambda: None  # set by the host when it binds
         self.error_listeners: list[ErrorListener] = []
+        self._aborts: set[asyncio.Future[None]] = set()  # one per handler awaited right now
+        self._abort_deadline: float | None = None  # loop time: between the session's abort and its idle again
+
+    def abort_pending(self) -> int:
+        """The session aborts: every handler being awaited gets ABORT_GRACE_S to return (a dialog it waits on
+        is cancelled by the same abort, so a cooperative one answers at once), then is abandoned; until
+        ``abort_finished``, a handler that starts meanwhile gets the same. Returns how many were running."""
+        loop = asyncio.get_running_loop()
+        self._abort_deadline = loop.time() + ABORT_GRACE_S
+        pending = [f for f in self._aborts if not f.done()]
+        for f in pending:
+            loop.call_at(self._abort_deadline, lambda f=f: f.done() or f.set_result(None))
+        return len(pending)
+
+    def abort_finished(self) -> None:
+        self._abort_deadline = None
 
     # -- errors -------------------------------------------------------------------------------------
     def emit_error(self, extension_path: str, event: str, error: Any, kind: str = "extension") -> None:
@@ -108,8 +144,29 @@ class ExtensionRunner:
     async def _call(self, fn: Callable[..., Any], nargs: int, event: Any, ctx: Any) -> Any:
         result = fn(event, ctx) if nargs >= 2 else fn(event) if nargs == 1 else fn()
         if inspect.isawaitable(result):
-            result = await result
+            result = await self._abortable(result)
         return result
+
+    async def _abortable(self, awaitable: Any) -> Any:
+        """``await awaitable``, unless the session aborts first (then HandlerAborted, at once)."""
+        task = asyncio.ensure_future(awaitable)
+        loop = asyncio.get_running_loop()
+        aborted: asyncio.Future[None] = loop.create_future()
+        self._aborts.add(aborted)
+        if self._abort_deadline is not None:  # the session is stopping: one deadline for every handler
+            loop.call_at(self._abort_deadline, lambda: aborted.done() or aborted.set_result(None))
+        try:
+            await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            self._aborts.discard(aborted)
+        if task.done():
+            return task.result()
+        task.cancel()  # a cooperative handler stops here; one that goes on is no longer waited for
+        task.add_done_callback(_drop_result)
+        raise HandlerAborted()
 
     async def _answers(self, event_type: str, make_event: Callable[[], Any], ctx: Any
                        ) -> AsyncIterator[tuple[Extension, Any]]:
@@ -119,6 +176,8 @@ class ExtensionRunner:
         for ext, fn, nargs, _name in self._handlers(event_type):
             try:
                 out = await self._call(fn, nargs, make_event(), ctx)
+            except HandlerAborted:
+                return
             except Exception as exc:  # noqa: BLE001 - reported, and the others still run
                 self.emit_error(ext.path, event_type, exc, ext.kind)
                 continue
@@ -142,6 +201,8 @@ class ExtensionRunner:
         for ext, fn, nargs, name in handlers:
             try:
                 out = await self._call(fn, nargs, self._event(name, event), ctx)
+            except HandlerAborted:
+                return result
             except Exception as exc:  # noqa: BLE001 - reported, and the others still run
                 self.emit_error(ext.path, event_type, exc, ext.kind)
                 continue
@@ -159,6 +220,8 @@ class ExtensionRunner:
         for ext, fn, nargs, _name in self._handlers("tool_call"):
             try:
                 out = await self._call(fn, nargs, ev, ctx)
+            except HandlerAborted:
+                return {"block": True, "reason": "Operation aborted"}
             except Exception as exc:  # noqa: BLE001 - fail closed
                 self.emit_error(ext.path, "tool_call", exc, ext.kind)
                 return {"block": True, "reason": f"Extension {ext.path} failed: {error_text(exc)}"}

@@ -197,6 +197,12 @@ class AgentSession(SessionSwitching):
         """Streaming, retrying (back-off included), or compacting: a new prompt must wait or queue."""
         return self.agent.is_streaming or self._run_lock.locked() or self.is_compacting
 
+    def record_usage(self, usage: Any) -> None:
+        """A request the session made on the user's behalf outside the agent's turns (a compaction or branch
+        summary): its usage counts toward the budget like a reply's."""
+        if self.budget is not None:
+            self.budget.add_usage(usage)
+
     def mark_context_unknown(self) -> None:
         """No usage describes the context until the next reply (right after a compaction rewrote it)."""
         self._context_unknown = True
@@ -363,12 +369,18 @@ class AgentSession(SessionSwitching):
         self._session_changed("reload")
 
     async def abort(self) -> None:
-        """Stop everything in flight (retry wait, run, compaction) and return once idle."""
-        self.retry.cancel()
-        if self._compactor_obj is not None:
-            self._compactor_obj.abort()
-        self.agent.abort()
-        await self.agent.wait_for_idle()
+        """Stop everything in flight (retry wait, run, compaction) and return once idle. Extension handlers
+        still running are abandoned first: abort never waits for a handler (pisces.core.extensions.runner)."""
+        self.hooks.abort_handlers()
+        try:
+            self.retry.cancel()
+            if self._compactor_obj is not None:
+                self._compactor_obj.abort()
+            self.agent.abort()
+            await self.agent.wait_for_idle()
+            await self.hooks.drain()  # the run's last events reach the session (bounded by the abort's deadline)
+        finally:
+            self.hooks.abort_finished()
 
     def last_assistant_message(self) -> AssistantMessage | None:
         for m in reversed(self.agent.messages):

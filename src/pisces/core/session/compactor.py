@@ -131,7 +131,8 @@ class Compactor:
             opts.reasoning = level if reasoning else None
             return opts
 
-        return Summarizer(model=model, options_for=options_for, thinking_level=level)
+        return Summarizer(model=model, options_for=options_for, thinking_level=level,
+                          on_usage=self.session.record_usage)
 
     def _has_model(self) -> bool:
         try:

@@ -63,6 +63,12 @@ class NoHooks:
     async def drain(self) -> None:
         pass
 
+    def abort_handlers(self) -> None:
+        """The session aborts: stop waiting for any handler still running."""
+
+    def abort_finished(self) -> None:
+        """The session is idle after an abort: handlers run without a time limit again."""
+
     async def reload(self) -> None:
         pass
 

@@ -51,9 +51,13 @@ class RetryPolicy:
         self.session.emit(event)
 
     def on_reply(self, message: AssistantMessage) -> None:
-        """A good reply arrived: a retry sequence in progress has succeeded."""
+        """A reply that is not an error arrived: a retry sequence in progress has succeeded, unless that reply
+        was aborted (by the person, or by a budget that ran out): then it failed."""
         if self.attempt > 0:
-            self._end(True)
+            if message.stopReason == "aborted":
+                self._end(False, message.errorMessage if isinstance(message.errorMessage, str) else "Aborted")
+            else:
+                self._end(True)
 
     async def handle_error(self, last: AssistantMessage) -> bool:
         """Returns True when the caller should continue the run (a retry is due)."""
@@ -62,6 +66,12 @@ class RetryPolicy:
         if not settings.retry_enabled or not is_retryable_error(error):
             if self.attempt > 0:  # a retry ended in an error that is not worth retrying
                 self._end(False, error)
+            return False
+        budget = self.session.budget
+        spent = budget.exceeded_reason() if budget is not None else None
+        if spent is not None:  # a retry is a new request: none starts once the budget is spent
+            if self.attempt > 0:
+                self._end(False, f"Session budget exceeded ({spent})")
             return False
         max_retries = settings.retry_max_retries
         if self.attempt >= max_retries:

@@ -302,6 +302,11 @@ class SessionManager:
             else:
                 data = b"".join(map(self._line, self._entries[self._written - 1 :]))
                 size = os.fstat(self._fd).st_size
+                if self._disk_size is not None and size > self._disk_size:
+                    # the rest of a write of ours that was cut short (a full disk, a file-size limit): the
+                    # lines it began are in ``data`` again, so the torn piece goes
+                    os.ftruncate(self._fd, self._disk_size)
+                    size = self._disk_size
                 if size and os.pread(self._fd, 1, size - 1) != b"\n":
                     data = b"\n" + data  # close a torn last line so our next line stays whole
                 _write_all(self._fd, data)
@@ -309,7 +314,13 @@ class SessionManager:
             self._disk_size = os.fstat(self._fd).st_size
             self.last_write_error = None
         except OSError as exc:
-            # Keep the entries in memory and retry at the next append; the reopen repairs a torn line.
+            # Keep the entries in memory and retry at the next append. What the failed write left is cut off
+            # now where possible (truncating needs no space), else before the next write.
+            if self._fd is not None and self._disk_size is not None:
+                try:
+                    os.ftruncate(self._fd, self._disk_size)
+                except OSError:
+                    pass
             self._close_fd()
             self.last_write_error = exc
             warn(f"cannot write session file {self._session_file}: {exc.strerror or exc}")

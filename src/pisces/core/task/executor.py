@@ -221,6 +221,7 @@ def _on_child_event(ev: Any, child: Any, run: SubagentRun, host: TaskHost, state
     flush = False
     progress["durationMs"] = int((time.time() - started) * 1000)
     if isinstance(ev, ToolExecutionStartEvent):
+        host.hooks.report_tool_call(ev.toolName)  # it counts toward the parent's maxToolCalls
         progress["toolCount"] += 1
         progress["currentTool"] = ev.toolName
         progress["currentToolArgs"] = _args_preview(ev.args)

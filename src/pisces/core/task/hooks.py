@@ -55,6 +55,7 @@ class SubagentHooks:
         self.spawn_gate: Callable[[SpawnRequest], str | None] | None = None
         self.spawn_cancelled: Callable[[SpawnRequest], None] | None = None
         self.on_usage: Callable[[UsageReport], None] | None = None
+        self.on_tool_call: Callable[[str], None] | None = None  # a subagent dispatched a tool call (its name)
         self._warned: set[str] = set()
 
     def ask_spawn(self, request: SpawnRequest) -> str | None:
@@ -81,6 +82,13 @@ class SubagentHooks:
                 self.on_usage(report)
             except Exception as exc:  # noqa: BLE001
                 self._report("on_usage", exc)
+
+    def report_tool_call(self, tool_name: str) -> None:
+        if self.on_tool_call is not None:
+            try:
+                self.on_tool_call(tool_name)
+            except Exception as exc:  # noqa: BLE001
+                self._report("on_tool_call", exc)
 
     def _report(self, hook: str, exc: BaseException) -> None:
         if hook not in self._warned:

@@ -57,6 +57,9 @@ READ_DESCRIPTION = (
 # An image whose base64 is this big is omitted (pi first tries to shrink it; see _image_content).
 IMAGE_MAX_BASE64_BYTES = int(4.5 * 1024 * 1024)
 _CHUNK = 1 << 20
+# Once the output is decided (truncated, or a first line over the limit), the scan stops counting after this
+# many bytes of the file and reports lower bounds: a 2 GB single-line file costs 2 s to count, and buys nothing.
+SCAN_PAST_OUTPUT = 32 * 1024 * 1024
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,6 +113,7 @@ class _Window:
     selected_lines: int
     selected_bytes: int      # UTF-8 bytes of the selected lines joined with "\n"
     first_line_bytes: int    # UTF-8 bytes of the first selected line (whole line, even if huge)
+    complete: bool = True    # False: the scan stopped early (SCAN_PAST_OUTPUT): the counts are lower bounds
 
 
 def _scan(source: str | BinaryIO, start: int, end: int | None, max_lines: int, max_bytes: int,
@@ -129,6 +133,8 @@ def _scan(source: str | BinaryIO, start: int, end: int | None, max_lines: int, m
     ended_by_newline = False   # the selection ended at a newline (which is not part of it)
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     sentinel = "x" * (max_bytes + 1)
+    read_total = 0
+    complete = True
 
     with (open(source, "rb") if isinstance(source, str) else contextlib.nullcontext(source)) as f:
         while True:
@@ -136,6 +142,12 @@ def _scan(source: str | BinaryIO, start: int, end: int | None, max_lines: int, m
                 raise ToolError(OPERATION_ABORTED)
             chunk = f.read(_CHUNK)
             if not chunk:
+                break
+            read_total += len(chunk)
+            if read_total > SCAN_PAST_OUTPUT and line >= start and (not collecting or part_bytes > max_bytes):
+                # the output is decided (truncated, or a first line over the limit): the rest would only be
+                # counted, and a 2 GB single-line file is not read whole for a count
+                complete = False
                 break
             total_nl += chunk.count(b"\n")
             pos = 0
@@ -196,6 +208,15 @@ def _scan(source: str | BinaryIO, start: int, end: int | None, max_lines: int, m
                 sel_bytes += utf8_len(decoder.decode(chunk[pos:stop])) - 1
                 ended_by_newline = True
                 pos = stop
+    if not complete:
+        if collecting:  # inside an over-long line: it is at least this long
+            if first_line_bytes < 0:
+                first_line_bytes = part_bytes
+            kept.append(sentinel)
+        total_lines = total_nl + 1
+        selected = max(0, (total_lines if end is None else min(end, total_lines)) - start)
+        return _Window(total_lines, kept, max(selected, len(kept)), max(sel_bytes, max_bytes + 1),
+                       max(first_line_bytes, 0), complete=False)
     if collecting and (parts or part_bytes or (line >= start and not ended_by_newline)):
         # the last line of the file had no newline (or the file ended inside a line)
         tail = decoder.decode(b"", final=True)
@@ -233,21 +254,24 @@ def _read_text(source: str | BinaryIO, display_path: str, offset: Any, limit: An
         trunc = head_from_lines(window.kept, window.selected_lines, window.selected_bytes, DEFAULT_MAX_LINES,
                                 DEFAULT_MAX_BYTES)
     limit_text = format_size(DEFAULT_MAX_BYTES)
+    more = "" if window.complete else "more than "  # a scan stopped early: what it counted is a lower bound
     if trunc.firstLineExceedsLimit:
-        size = format_size(window.first_line_bytes)
+        size = more + format_size(window.first_line_bytes)
         text = (f"[Line {start_display} is {size}, exceeds {limit_text} limit. Use bash: sed -n "
                 f"'{start_display}p' {display_path} | head -c {DEFAULT_MAX_BYTES}]")
         return text, {"truncation": trunc.to_dict()}
     if trunc.truncated:
         end_display = start_display + trunc.outputLines - 1
         nxt = end_display + 1
+        of = f"{more}{window.total_file_lines}"
         if trunc.truncatedBy == "lines":
-            notice = (f"[Showing lines {start_display}-{end_display} of {window.total_file_lines}. "
-                      f"Use offset={nxt} to continue.]")
+            notice = f"[Showing lines {start_display}-{end_display} of {of}. Use offset={nxt} to continue.]"
         else:
-            notice = (f"[Showing lines {start_display}-{end_display} of {window.total_file_lines} ({limit_text} "
+            notice = (f"[Showing lines {start_display}-{end_display} of {of} ({limit_text} "
                       f"limit). Use offset={nxt} to continue.]")
         return f"{trunc.content}\n\n{notice}", {"truncation": trunc.to_dict()}
+    if not window.complete:
+        return trunc.content, {"truncation": trunc.to_dict()}
     if user_limit is not None and start + window.selected_lines < window.total_file_lines:
         remaining = window.total_file_lines - (start + window.selected_lines)
         nxt = start + window.selected_lines + 1

@@ -22,6 +22,7 @@ async def _serve(args: Any, writer: FrameWriter) -> int:
         from pisces.modes.web.main import new_host, start_web  # noqa: PLC0415 - not needed at start-up
 
         host = new_host(session)
+        writer.start_thread()  # beside browsers, a stdio peer that stops reading must not hold up the loop
         web = await start_web(host, args, announce=lambda text: sys.stderr.write(f"pisces web: {text}\n"))
         if web is None:
             return 1
@@ -35,6 +36,8 @@ async def _serve(args: Any, writer: FrameWriter) -> int:
         remove()
         if web is not None:
             await web.close()
+            # what is queued for stdout still goes out (the peer may be reading slowly), within a bound
+            await asyncio.to_thread(writer.flush, 10.0)
     return signals.exit_code(server.exit_signal) if server.exit_signal else code
 
 

@@ -1,0 +1,51 @@
+"""Abort always wins: an extension handler that never returns cannot hold an abort, the session or the next
+prompt (DEVIATIONS item 3 in docs/rpc.md). Each hang is tried on the real process."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from test_e2e_extensions import write_ext
+
+HANG = """
+import asyncio
+
+def register(pi):
+    @pi.on("{event}")
+    async def hang(event, ctx=None):
+        open({marker!r}, "w").close()  # the test aborts once the handler is running
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            {on_cancel}
+"""
+# a handler that ignores the cancellation and keeps waiting: abort must not depend on its cooperation
+STUBBORN = "await asyncio.sleep(3600)"
+COOPERATIVE = "raise"
+
+
+@pytest.mark.parametrize(("event", "on_cancel"), [("tool_call", STUBBORN), ("tool_call", COOPERATIVE),
+                                                   ("tool_result", STUBBORN), ("context", STUBBORN),
+                                                   ("turn_start", STUBBORN)])
+def test_abort_is_answered_while_a_handler_hangs(home, spawn, event, on_cancel):
+    marker = os.path.join(home.root, "entered")
+    ext = write_ext(home, f"hang_{event}.py", HANG.format(event=event, on_cancel=on_cancel, marker=marker))
+    script = home.faux_script([{"toolCalls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+                               {"toolCalls": [{"name": "bash", "arguments": {"command": "echo again"}}]},
+                               {"text": "the answer"}])
+    p = spawn("--faux-script", script, "-e", ext)
+    for message in ("go", "again"):  # twice: an abandoned handler is not waited for by the next run either
+        p.ok({"type": "prompt", "message": message})
+        deadline = time.monotonic() + 30
+        while not os.path.exists(marker) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert os.path.exists(marker), "the handler never ran"
+        os.unlink(marker)
+        p.send({"id": f"stop-{message}", "type": "abort"})
+        frames = p.until(lambda f, m=message: f.get("id") == f"stop-{m}", 30)
+        assert frames[-1]["success"] is True
+        if not any(f.get("type") == "agent_settled" for f in frames):  # it may come before or after the answer
+            p.until_type("agent_settled", 30)
+        assert p.ok({"type": "get_state"})["isStreaming"] is False
