@@ -42,11 +42,11 @@ def test_bad_values_give_one_clear_error(args, needle):
     assert "Traceback" not in r.stderr
 
 
-def test_interactive_mode_says_it_is_not_built():
+def test_a_pipe_keeps_print_mode_and_a_tty_starts_the_tui():
     r = subprocess.run([sys.executable, "-c", "import sys; sys.stdin.isatty = lambda: True; "
-                        "from pisces.cli import main; raise SystemExit(main([]))"],
+                        "sys.stdout.isatty = lambda: False; from pisces.cli import main; raise SystemExit(main([]))"],
                        capture_output=True, text=True, timeout=30)
-    assert r.returncode == 2 and "not built yet" in r.stderr
+    assert r.returncode == 2 and "no prompt given" in r.stderr  # stdout is a pipe: print mode, as before
 
 
 @pytest.mark.parametrize("code", [

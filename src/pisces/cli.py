@@ -18,8 +18,8 @@ APPROVAL_MODES = ("yolo", "write", "always-ask")  # pisces.core.approval.MODES, 
 # Flags pisces accepts for pi's wrappers but does not act on (yet): dest -> why. A mode prints one line about
 # the ones given. Features built later remove their entry here.
 IGNORED_FLAGS: dict[str, str] = {
-    "themes": "pisces has no terminal UI to theme",
-    "no_themes": "pisces has no terminal UI to theme",
+    "themes": "the terminal UI has one built-in look; themes are not read yet",
+    "no_themes": "the terminal UI has one built-in look; themes are not read yet",
     "verbose": "pisces prints no start-up banner",
 }
 
@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-np", "--no-prompt-templates", dest="no_prompt_templates", action="store_true",
                    help="do not discover prompt templates")
     p.add_argument("--theme", dest="themes", action="append", metavar="PATH",
-                   help="accepted for pi's wrappers; pisces has no terminal UI to theme")
+                   help="accepted for pi's wrappers; the terminal UI does not read themes yet")
     p.add_argument("--no-themes", dest="no_themes", action="store_true", help="accepted for pi's wrappers")
     p.add_argument("--list-models", dest="list_models", nargs="?", const=True, default=None, metavar="SEARCH",
                    help="list the model catalogue with each provider's key status, and exit")
@@ -120,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stream-profile", dest="stream_profile", type=_choice(STREAM_PROFILES, "--stream-profile"),
                    help="RPC and json modes: what message_update frames carry: full (pi's frames, the "
                         "default), lean (the snapshot once) or deltas (no snapshots)")
+    p.add_argument("--plain", action="store_true",
+                   help="interactive mode line by line, without cursor movement (also when TERM=dumb)")
     _add_trust_flags(p)
     p.add_argument("--approval-mode", dest="approval_mode", type=_choice(APPROVAL_MODES, "--approval-mode"),
                    help="which tool calls run without asking (docs/approval.md): yolo (all), write (reads and "
@@ -211,6 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pisces.modes.rules_cli import run_rules  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_rules(words[1:])
+    if words[:1] == ["attach"]:  # the terminal UI on a session served by --mode web (docs/tui.md)
+        from pisces.modes.tui.attach import run_attach  # noqa: PLC0415 - only the chosen mode is imported
+
+        return run_attach(words[1:])
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # words argparse does not know may be flags an extension registers (--plan, --name=value): the session
@@ -282,8 +288,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pisces.modes.print import run_print  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_print(args, json_events=(mode == "json"))
-    if not args.messages and sys.stdin.isatty():
-        return _fail("the interactive terminal UI is not built yet: use -p \"prompt\", --mode json or --mode rpc")
+    if args.plain or (sys.stdin.isatty() and sys.stdout.isatty()):
+        from pisces.modes.tui.main import run_tui  # noqa: PLC0415 - only the chosen mode is imported
+
+        return run_tui(args)
     from pisces.modes.print import run_print  # noqa: PLC0415 - only the chosen mode is imported
 
     return run_print(args, json_events=False)

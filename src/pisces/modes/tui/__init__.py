@@ -1,0 +1,1 @@
+"""The interactive terminal UI (``pisces`` on a terminal): a client of the host, imported only in that mode."""

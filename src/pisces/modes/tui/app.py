@@ -1,0 +1,528 @@
+"""The interactive loop: keys in, commands to the host, frames from it into the transcript and the renderer.
+
+Guarantees: the terminal is restored on every way out (``Terminal.restore`` runs in a ``finally`` and from the
+signal handlers); the editor's text survives dialogs, commands and aborts; frames are coalesced to FRAME_S.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.input import create_input
+from prompt_toolkit.keys import Keys
+
+from pisces.modes.tui.footer import footer_rows
+from pisces.modes.tui.keybindings import Keymap
+from pisces.modes.tui.render import Renderer, fit, style
+from pisces.modes.tui.transcript import Transcript
+
+FRAME_S = 1 / 60
+ESC_WAIT_S = 0.05
+DIALOG_ROWS = 10  # options of a selector shown at once (the list scrolls with the choice)
+DIALOG_METHODS = ("select", "confirm", "input", "editor")
+COMMANDS = {
+    "/model": "pick or set the model (/model provider/id)",
+    "/thinking": "set the thinking level (/thinking high)",
+    "/new": "start a new session",
+    "/compact": "compact the context (/compact [instructions])",
+    "/name": "name the session",
+    "/session": "file, tokens and cost of this session",
+    "/export": "write the session as HTML",
+    "/copy": "copy the last reply (OSC 52)",
+    "/resume": "pick another session of this directory",
+    "/fork": "a new session from an earlier message",
+    "/reload": "reload extensions, skills, prompts",
+    "/hotkeys": "show the keys",
+    "/quit": "leave",
+}
+HIDDEN = ("/switch-to", "/fork-at", "/thinking-cycle")  # what selectors and keys run
+
+class App:
+    def __init__(self, client: Any, out: Any, *, width: int, height: int, history: Any = None,
+                 keymap: Any = None) -> None:
+        self.client = client
+        self.out = out
+        self.renderer = Renderer(self._write, width, height)
+        self.transcript = Transcript(self.renderer.commit, width)
+        self.editor = Buffer(multiline=True, history=history)
+        self.busy = False
+        self.queued: list[tuple[str, str]] = []
+        self.dialog: dict[str, Any] | None = None
+        self.dialog_buffer = Buffer(multiline=False)
+        self.statuses: dict[str, str] = {}
+        self.widgets: dict[str, list[str]] = {}
+        self.state: dict[str, Any] = {}
+        self.last_ctrl_c = 0.0
+        self.done = asyncio.Event()
+        self._frame: asyncio.TimerHandle | None = None
+        self.hint = ""
+        self.extra_commands: list[str] = []  # the session's commands (get_commands), for Tab
+        self.keymap = keymap if keymap is not None else Keymap()
+
+    # -- output ----------------------------------------------------------------------------------
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    def schedule(self) -> None:
+        if self._frame is None:
+            self._frame = asyncio.get_running_loop().call_later(FRAME_S, self.draw)
+
+    def draw(self) -> None:
+        self._frame = None
+        try:
+            self._draw()
+        except Exception as exc:  # noqa: BLE001 - a bug in a frame must not take the terminal down
+            self.renderer.commit([f"pisces: the screen could not be drawn: {exc}"])
+            self.renderer.set_live([self.editor.text[-200:]], None)
+            self.renderer.flush()
+
+    def _draw(self) -> None:
+        rows = self.transcript.live()
+        for lines in self.widgets.values():
+            rows.extend(lines)
+        for kind, text in self.queued:
+            rows.append(style(f" {kind}: {text[:60]} ", 7, 2))
+        if self.dialog is not None:
+            rows.extend(self._dialog_rows())
+        width = self.renderer.width
+        rows.append(style("─" * width, 2))
+        lines = self.editor.text.split("\n")
+        doc = self.editor.document
+        cursor: tuple[int, int] | None = (0, 0)
+        inner = max(1, width - 2)
+        for i, line in enumerate(lines):
+            chunks = [line[j:j + inner] for j in range(0, len(line), inner)] or [""]
+            if i == doc.cursor_position_row:
+                col = doc.cursor_position_col
+                r = col // inner
+                if r >= len(chunks):
+                    chunks.append("")
+                cursor = (len(rows) + r, 2 + col - r * inner)
+            for j, chunk in enumerate(chunks):
+                rows.append(("› " if i == 0 and j == 0 else "  ") + chunk)
+        rows.append(style("─" * width, 2))
+        if self.hint:
+            rows.append(style(self.hint, 2))
+        rows.extend(footer_rows(self.state, self.transcript.usage, self.busy, self.statuses, width))
+        if self.dialog is not None and self.dialog["method"] in ("input", "editor"):
+            cursor = None
+        self.renderer.set_live(rows, cursor)
+        self.renderer.flush()
+
+    def _dialog_rows(self) -> list[str]:
+        d = self.dialog
+        assert d is not None
+        rows = [style("┌ " + d.get("title", ""), 1, 35)]
+        if d.get("message"):
+            rows.append(style("│ " + d["message"], 35))
+        rows.extend(d.get("body", []))
+        if d["method"] in ("select", "approval"):
+            opts, at = d["options"], d["index"]
+            first = max(0, min(at - DIALOG_ROWS // 2, len(opts) - DIALOG_ROWS))
+            if first > 0:
+                rows.append(style(f"│   … {first} more", 2))
+            for i in range(first, min(len(opts), first + DIALOG_ROWS)):
+                mark = "›" if i == at else " "
+                rows.append(style(f"│ {mark} {opts[i]}", 1 if i == at else 0))
+            if first + DIALOG_ROWS < len(opts):
+                rows.append(style(f"│   … {len(opts) - first - DIALOG_ROWS} more", 2))
+            rows.append(style("└ ↑/↓ choose · Enter pick · Esc cancel", 2))
+        elif d["method"] == "confirm":
+            rows.append(style("└ y yes · n no · Esc cancel", 2))
+        elif d["method"] == "approval_reason":
+            rows.append("│ why not: " + self.dialog_buffer.text + "█")
+            rows.append(style("└ Enter deny with this message · Esc cancel", 2))
+        else:
+            rows.append("│ " + self.dialog_buffer.text + "█")
+            rows.append(style("└ Enter submit · Esc cancel", 2))
+        return rows
+
+    # -- frames from the host --------------------------------------------------------------------
+    def on_frame(self, ev: dict[str, Any]) -> None:
+        kind = ev.get("type")
+        if kind == "agent_start":
+            self.busy = True
+        elif kind == "agent_settled":
+            self.busy = False
+            asyncio.ensure_future(self.refresh_state())
+        elif kind == "queue_update":
+            self.queued = ([("steer", s) for s in ev.get("steering", [])]
+                           + [("follow-up", s) for s in ev.get("followUp", [])])
+        elif kind == "extension_ui_request":
+            self._ui_request(ev)
+        elif kind == "tool_approval_request":
+            self._approval_request(ev)
+        elif kind == "tool_approval_cancel":
+            if self.dialog is not None and self.dialog["id"] == ev.get("targetId"):
+                self.dialog = None
+                self.transcript.note(f"approval request withdrawn ({ev.get('reason')})", 2)
+        elif kind == "extension_error":
+            self.transcript.note(f"extension error: {ev.get('error')}", 31)
+        self.transcript.on_event(ev)
+        self.schedule()
+
+    def _ui_request(self, ev: dict[str, Any]) -> None:
+        from pisces.modes.tui.sanitize import clean  # noqa: PLC0415 - the module is already loaded
+
+        method = ev.get("method")
+        if method in DIALOG_METHODS:
+            self.dialog = {"id": ev.get("id"), "method": method, "title": clean(str(ev.get("title", ""))),
+                           "message": clean(str(ev.get("message", "") or "")),
+                           "options": [clean(str(o)) for o in ev.get("options") or []], "index": 0}
+            self.dialog_buffer.text = str(ev.get("prefill", "") or "") if method == "editor" else ""
+        elif method == "cancel":
+            if self.dialog is not None and self.dialog["id"] == ev.get("targetId"):
+                self.dialog = None
+        elif method == "notify":
+            kind = ev.get("notifyType", "info")
+            self.transcript.note(str(ev.get("message", "")), 31 if kind == "error" else 33 if kind == "warning" else 36)
+        elif method == "setStatus":
+            key = str(ev.get("statusKey", ""))
+            if ev.get("statusText"):
+                self.statuses[key] = clean(str(ev["statusText"]))
+            else:
+                self.statuses.pop(key, None)
+        elif method == "setWidget":
+            key = str(ev.get("widgetKey", ""))
+            lines = ev.get("widgetLines")
+            if lines:
+                self.widgets[key] = [clean(str(x)) for x in lines][:10]
+            else:
+                self.widgets.pop(key, None)
+        elif method == "setTitle":
+            self._write("\x1b]0;" + clean(str(ev.get("title", "")))[:200] + "\x07")
+        elif method == "set_editor_text":
+            self.editor.text = str(ev.get("text", ""))
+
+    def _approval_request(self, ev: dict[str, Any]) -> None:
+        from pisces.modes.tui.approval_view import approval_dialog  # noqa: PLC0415 - the first approval
+
+        self.dialog = approval_dialog(ev, self.renderer.width)
+
+    def _answer(self, **fields: Any) -> None:
+        d = self.dialog
+        assert d is not None
+        self.dialog = None
+        if d["method"] == "approval":
+            from pisces.modes.tui.approval_view import approval_answer  # noqa: PLC0415 - loaded with the dialog
+
+            if d.get("asking_reason"):
+                fields = {"value": "deny", "message": fields.get("value", "")}
+            answer = approval_answer(d, fields)
+            if answer is None:  # "deny with a message": ask for it, same request
+                d["asking_reason"] = True
+                d["method"] = "approval_reason"
+                self.dialog = d
+                self.dialog_buffer.text = ""
+                return
+            self.client.send(answer)
+            return
+        if d["method"] == "approval_reason":
+            d["method"] = "approval"
+            self.dialog = d
+            self._answer(**fields)
+            return
+        self.client.send({"type": "extension_ui_response", "id": d["id"], **fields})
+
+    async def refresh_state(self) -> None:
+        resp = await self.client.request({"type": "get_state"})
+        if resp.get("success"):
+            self.state = resp.get("data") or {}
+        cmds = await self.client.request({"type": "get_commands"})
+        if cmds.get("success"):
+            self.extra_commands = ["/" + str(c.get("name")) for c in (cmds.get("data") or {}).get("commands", [])
+                                   if isinstance(c, dict) and c.get("name")]
+        ctx = await self.client.request({"type": "get_context_usage"})
+        if ctx.get("success"):
+            self.state["contextUsage"] = ctx.get("data")
+        self.schedule()
+
+    # -- keys ----------------------------------------------------------------------------------------
+    def on_keys(self, keys: list[Any]) -> None:
+        i = 0
+        while i < len(keys):
+            k = keys[i]
+            alt = False
+            if k.key == Keys.Escape and i + 1 < len(keys) and keys[i + 1].key not in (Keys.Escape,
+                                                                                     Keys.BracketedPaste):
+                alt, i = True, i + 1  # Esc then a key in one read: that key with Alt
+                k = keys[i]
+            try:
+                self.on_key(k, alt)
+            except Exception as exc:  # noqa: BLE001 - a key must never take the UI down
+                self.transcript.note(f"internal error: {exc}", 31)
+            i += 1
+        self.schedule()
+
+    def on_key(self, k: Any, alt: bool = False) -> None:
+        if self.dialog is not None:
+            if alt and k.key != Keys.ControlM:
+                return
+            self._dialog_key(k)
+            return
+        key = k.key
+        action = self.keymap.action(key, k.data, alt)
+        if action != "clear":
+            self.hint = ""
+        buf = self.editor
+        doc = buf.document
+        if key == Keys.BracketedPaste:
+            buf.insert_text(k.data.replace("\r\n", "\n").replace("\r", "\n"))
+        elif action == "clear":
+            now = time.monotonic()
+            if buf.text:
+                buf.reset()
+                self.last_ctrl_c = 0.0
+            elif now - self.last_ctrl_c < 1.5:
+                self.done.set()
+            else:
+                self.last_ctrl_c = now
+                self.hint = f"{self.keymap.keys_of('clear')} again to quit"
+        elif action == "exit" and not buf.text:
+            self.done.set()
+        elif action == "exit" or action == "deleteCharForward":
+            buf.delete()
+        elif action == "submit":
+            self.submit(follow_up=False)
+        elif action == "followUp":
+            self.submit(follow_up=True)
+        elif action == "newLine":
+            buf.insert_text("\n")
+        elif action == "interrupt":
+            if self.busy:
+                self.client.send({"type": "abort"})
+                if self.queued:  # the queued messages come back to the editor, not lost with the run
+                    asyncio.ensure_future(self.pull_queue())
+        elif action == "dequeue":
+            asyncio.ensure_future(self.pull_queue())
+        elif action == "toggleThinking":
+            self.transcript.show_thinking = not self.transcript.show_thinking
+            self.hint = "thinking " + ("shown" if self.transcript.show_thinking else "hidden")
+        elif action == "expandTools":
+            self.transcript.expand_tools = not self.transcript.expand_tools
+            self.hint = "tool output " + ("expanded" if self.transcript.expand_tools else "collapsed") + \
+                " (from the next tool card on)"
+        elif action == "cycleThinkingLevel":
+            asyncio.ensure_future(self.command("/thinking-cycle"))
+        elif action == "selectModel":
+            asyncio.ensure_future(self.command("/model"))
+        elif action == "suspend":
+            self.suspend()
+        elif action == "deleteCharBackward":
+            buf.delete_before_cursor()
+        elif action == "cursorLeft":
+            buf.cursor_left()
+        elif action == "cursorRight":
+            buf.cursor_right()
+        elif action == "cursorWordLeft":
+            buf.cursor_position += doc.find_previous_word_beginning() or 0
+        elif action == "cursorWordRight":
+            buf.cursor_position += doc.find_next_word_ending() or 0
+        elif action == "cursorUp":
+            if doc.cursor_position_row == 0:
+                buf.history_backward()
+            else:
+                buf.cursor_up()
+        elif action == "cursorDown":
+            if doc.is_cursor_at_the_end_of_line and doc.cursor_position_row == doc.line_count - 1:
+                buf.history_forward()
+            else:
+                buf.cursor_down()
+        elif action == "cursorLineStart":
+            buf.cursor_position += doc.get_start_of_line_position()
+        elif action == "cursorLineEnd":
+            buf.cursor_position += doc.get_end_of_line_position()
+        elif action == "deleteToLineStart":
+            buf.delete_before_cursor(-doc.get_start_of_line_position())
+        elif action == "deleteToLineEnd":
+            buf.delete(doc.get_end_of_line_position())
+        elif action == "deleteWordBackward":
+            pos = doc.find_start_of_previous_word()
+            if pos:
+                buf.delete_before_cursor(-pos)
+        elif action == "undo":
+            buf.undo()
+        elif action == "tab":
+            self._complete()
+        elif not alt and len(k.data) == 1 and k.data.isprintable():
+            buf.save_to_undo_stack()
+            buf.insert_text(k.data)
+
+    def _complete(self) -> None:
+        """Tab: a /command (built-in, then the session's: extensions, prompt templates, skills), an @file or a
+        path under the cursor."""
+        from pisces.modes.tui.complete import complete_word  # noqa: PLC0415 - the first Tab
+
+        doc = self.editor.document
+        before = doc.text_before_cursor
+        word = before.rsplit(None, 1)[-1] if before and not before[-1].isspace() else ""
+        commands = list(COMMANDS) + [c for c in self.extra_commands if c not in COMMANDS]
+        if before.startswith("/") and " " not in before:
+            choices = [n for n in commands if n.startswith(before)]
+        else:
+            choices = complete_word(word, os.getcwd()) if word else []
+        if not choices:
+            return
+        common = os.path.commonprefix(choices)
+        if len(choices) == 1 and before.startswith("/") and " " not in before:
+            common += " "
+        if len(common) > len(word if not before.startswith("/") or " " in before else before):
+            self.editor.insert_text(common[len(word if not before.startswith("/") or " " in before else before):])
+        if len(choices) > 1:
+            self.hint = "  ".join(choices[:12]) + ("  …" if len(choices) > 12 else "")
+
+    def _dialog_key(self, k: Any) -> None:
+        d = self.dialog
+        assert d is not None
+        key = k.key
+        if key in (Keys.Escape, Keys.ControlC):
+            self._answer(cancelled=True)
+            return
+        if d["method"] in ("select", "approval"):
+            if key == Keys.Up:
+                d["index"] = (d["index"] - 1) % max(1, len(d["options"]))
+            elif key == Keys.Down:
+                d["index"] = (d["index"] + 1) % max(1, len(d["options"]))
+            elif key == Keys.ControlM and d["options"]:
+                if d.get("local"):
+                    choice = d["options"][d["index"]]
+                    self.dialog = None
+                    d["local"](choice)
+                else:
+                    self._answer(value=d["options"][d["index"]])
+        elif d["method"] == "confirm":
+            if k.data in ("y", "Y"):
+                self._answer(confirmed=True)
+            elif k.data in ("n", "N"):
+                self._answer(confirmed=False)
+        else:
+            if key == Keys.ControlM:
+                self._answer(value=self.dialog_buffer.text)
+            elif key in (Keys.Backspace, Keys.ControlH):
+                self.dialog_buffer.delete_before_cursor()
+            elif key == Keys.BracketedPaste:
+                self.dialog_buffer.insert_text(k.data)
+            elif len(k.data) == 1 and k.data.isprintable():
+                self.dialog_buffer.insert_text(k.data)
+
+    # -- sending -----------------------------------------------------------------------------------------
+    def submit(self, *, follow_up: bool) -> None:
+        text = self.editor.text
+        if not text.strip():
+            return
+        self.editor.append_to_history()
+        self.editor.reset()
+        if text.startswith("/") and (text.split()[0] in COMMANDS or text.split()[0] in HIDDEN):
+            asyncio.ensure_future(self.command(text))
+            return
+        if text.startswith("!"):
+            only = text.startswith("!!")
+            command = text[2:] if only else text[1:]
+            asyncio.ensure_future(self.bash(command, only))
+            return
+        if self.busy:
+            self.client.send({"type": "follow_up" if follow_up else "steer", "message": text})
+        else:
+            self.client.send({"type": "prompt", "message": text})
+
+    async def pull_queue(self) -> None:
+        """Alt+Up (and Esc while a reply runs): the queued messages back into the editor, removed from the
+        queue."""
+        resp = await self.client.request({"type": "clear_queue"})
+        data = resp.get("data") or {}
+        texts = [*data.get("steering", []), *data.get("followUp", [])]
+        if texts:
+            joined = "\n".join(texts)
+            self.editor.text = joined + ("\n" + self.editor.text if self.editor.text else "")
+            self.editor.cursor_position = len(self.editor.text)
+        self.schedule()
+
+    async def bash(self, command: str, only: bool) -> None:
+        self.transcript.note("$ " + command, 1)
+        resp = await self.client.request({"type": "bash", "command": command, "excludeFromContext": only})
+        data = resp.get("data") or {}
+        self.transcript._tool_card({"name": "bash", "summary": command, "args": None},
+                                   str(data.get("output", resp.get("error", ""))), not resp.get("success"))
+        self.schedule()
+
+    async def command(self, text: str) -> None:
+        from pisces.modes.tui.commands import run_command  # noqa: PLC0415 - loaded on the first command
+
+        try:
+            await run_command(self, text)
+        except Exception as exc:  # noqa: BLE001 - a failed command is reported, the UI keeps serving
+            self.transcript.note(f"{text.split()[0]}: {exc}", 31)
+        self.schedule()
+
+    def pick(self, title: str, options: list[str], then: Any) -> None:
+        """A local selector (the same dialog as an extension's select)."""
+        self.dialog = {"id": None, "method": "select", "title": title, "message": "", "options": options,
+                       "index": 0, "local": then}
+        self.schedule()
+
+    # -- the terminal --------------------------------------------------------------------------------------
+    def suspend(self) -> None:
+        self.renderer.clear_live()
+        self._write("\x1b[?2004l")
+        term = getattr(self, "terminal_input", None)
+        if term is not None:
+            with term.cooked_mode():
+                os.kill(0, signal.SIGTSTP)  # the whole job stops (a wrapping script too), as with a real ^Z
+        self._write("\x1b[?2004h")
+        self.resized()
+
+    def resized(self) -> None:
+        try:
+            size = os.get_terminal_size(self.out.fileno())
+        except (OSError, ValueError, AttributeError):
+            return
+        self.renderer.resize(size.columns, size.lines)
+        self.transcript.resize(size.columns)
+        self.draw()
+
+    async def run(self) -> None:
+        inp = create_input(sys.stdin)
+        self.terminal_input = inp
+        loop = asyncio.get_running_loop()
+        flush: list[asyncio.TimerHandle] = []
+
+        def readable() -> None:
+            self.on_keys(inp.read_keys())
+            # a lone Esc waits in the parser for what may follow it: after ESC_WAIT_S it is a key of its own
+            for handle in flush:
+                handle.cancel()
+            flush[:] = [loop.call_later(ESC_WAIT_S, lambda: self.on_keys(inp.flush_keys()))]
+
+        with inp.raw_mode(), inp.attach(readable):
+            self._write("\x1b[?2004h")
+            loop.add_signal_handler(signal.SIGWINCH, self.resized)
+            asyncio.ensure_future(self.refresh_state())
+            self.draw()
+            try:
+                await self.done.wait()
+            finally:
+                loop.remove_signal_handler(signal.SIGWINCH)
+                self.restore()
+
+    def restore(self) -> None:
+        if self.editor.text.strip():  # an unsent draft survives in the history (Up brings it back)
+            try:
+                self.editor.append_to_history()
+            except Exception:  # noqa: BLE001 - leaving regardless
+                pass
+        try:
+            self.draw()
+            self.renderer.clear_live()
+        finally:
+            self._write("\x1b[?2004l\x1b[?2026l\x1b[0m\x1b[?25h\r\n")
+
+
+def fit_rows(rows: list[str], width: int) -> list[str]:
+    return [fit(r, width) for r in rows]

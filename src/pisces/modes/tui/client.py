@@ -1,0 +1,44 @@
+"""The TUI's link to the host: an in-process ``Client`` of ``pisces.modes.host`` that speaks the same frames
+as stdio and the web mode (the one command table, the one event stream). Frames arrive as dicts."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from typing import Any, Callable
+
+from pisces.modes.host.encoding import DELTAS
+from pisces.modes.host.host import Client, Host
+
+
+class LocalClient(Client):
+    kind = "tui"
+
+    def __init__(self, host: Host, on_frame: Callable[[dict[str, Any]], None]) -> None:
+        super().__init__(host, DELTAS)
+        self.typed_approvals = True  # the TUI shows the typed approval frames (scopes, identity, diff)
+        self.on_frame = on_frame
+        self._ids = itertools.count(1)
+        self._waiting: dict[str, asyncio.Future[Any]] = {}
+
+    def send_bytes(self, frame: bytes) -> None:
+        obj = json.loads(frame)
+        if obj.get("type") == "response" and obj.get("id") in self._waiting:
+            fut = self._waiting.pop(obj["id"])
+            if not fut.done():
+                fut.set_result(obj)
+            return
+        self.on_frame(obj)
+
+    def send(self, cmd: dict[str, Any]) -> None:
+        """A command or an answer, without waiting for its response."""
+        self.host.dispatch(self, cmd, None)
+
+    async def request(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        """A command; returns its response frame (``success``, ``data`` or ``error``)."""
+        rid = f"tui-{next(self._ids)}"
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[rid] = fut
+        self.host.dispatch(self, {**cmd, "id": rid}, None)
+        return await fut
