@@ -88,8 +88,10 @@ class ApprovalPolicy:
             verdict = R.stricter(verdict, R.first_match(rules, view))
         return verdict
 
-    def decide(self, tool_name: str, tier: str, args: dict[str, Any], mode: str) -> tuple[Decision, R.CallView]:
-        """The decision for one call (and the view of the call it was made from)."""
+    def decide(self, tool_name: str, tier: str, args: dict[str, Any], mode: str,
+               crossed: str | None = None) -> tuple[Decision, R.CallView]:
+        """The decision for one call (and the view of the call it was made from). ``crossed``: why a write
+        left the workspace boundary (``boundary.judge``; the tier is then ``exec``)."""
 
         view = R.CallView(tool_name, args, self.cwd)
         rule = self.matching_rule(view) if self.has_rules else None
@@ -107,6 +109,8 @@ class ApprovalPolicy:
         if tier in MODE_PASSES.get(mode, MODE_PASSES["always-ask"]):
             return Decision("allow"), view
         why = f"the approval mode is {mode}, and {tool_name} is {'an' if tier == 'exec' else 'a'} {tier} tool"
+        if crossed is not None:
+            why = f"{crossed}: a write there is judged as a command, and the approval mode is {mode}"
         return Decision("ask", why=why, scopes=self._scopes(view, None)), view
 
     def _scopes(self, view: R.CallView, rule: dict[str, Any] | None) -> tuple[str, ...]:

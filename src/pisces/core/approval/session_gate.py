@@ -85,6 +85,13 @@ class SessionApproval:
         self._asked = 0
         self._policy: Any = None
         self._policy_key: Any = None
+        # The settings' modes when the session started: a reload may make the mode stricter, never looser
+        # (loosening takes a person's action: set_approval_mode, a flag, save_mode).
+        self._start_modes = self._setting_modes(self._sections())
+
+    @staticmethod
+    def _setting_modes(sections: tuple[dict[str, Any], dict[str, Any]]) -> tuple[Any, Any]:
+        return sections[0].get("approvalMode"), sections[1].get("approvalMode")
 
     # -- wiring ----------------------------------------------------------------------------------
     def set_approver(self, approver: Any) -> None:
@@ -132,8 +139,12 @@ class SessionApproval:
             return self.command_mode, "command"
         if self.cli_mode is not None:
             return self.cli_mode, "cli"
-        g_section, p_section = sections or self._sections()
-        g, p = g_section.get("approvalMode"), p_section.get("approvalMode")
+        now = self._from_settings(self._setting_modes(sections or self._sections()))
+        start = self._from_settings(self._start_modes)
+        return start if T.MODE_STRICTNESS[start[0]] > T.MODE_STRICTNESS[now[0]] else now
+
+    def _from_settings(self, modes: tuple[Any, Any]) -> tuple[str, str]:
+        g, p = modes
         if g in T.MODES:
             base, source = g, "settings"
         else:
@@ -155,27 +166,38 @@ class SessionApproval:
         return "allow" if self.settings.get("tools.approvalFallback") == "allow" else "deny"
 
     # -- the gate ------------------------------------------------------------------------------------
-    def gate_subagent(self, agent: Any) -> None:
+    def gate_subagent(self, agent: Any, workspace: str | None = None) -> None:
         """A subagent's tool calls pass this session's gate as ``yolo``: approving the ``task`` call approved
         the work it delegates, but deny and prompt rules and known-dangerous commands still hold, and ask the
-        same person."""
+        same person. A write that leaves the subagent's ``workspace`` (its worktree, or the parent's working
+        directory) or lands on a protected path is not delegated work: it asks (is refused where nobody can be
+        asked), whatever the mode."""
 
-        install(agent).add(APPROVAL_RANK, before=lambda info: self.before_tool_call(info, mode="yolo"))
+        where = workspace or self.cwd
+        install(agent).add(APPROVAL_RANK, before=lambda info: self.before_tool_call(
+            info, mode="yolo", workspace=where, confined=True))
 
-    async def before_tool_call(self, info: Any, mode: str | None = None) -> GateDecision | None:
+    async def before_tool_call(self, info: Any, mode: str | None = None, *, workspace: str | None = None,
+                               confined: bool = False) -> GateDecision | None:
+        from pisces.core.approval.boundary import judge  # noqa: PLC0415 - not needed at start-up
         from pisces.core.approval.policy import tier_of  # noqa: PLC0415 - not needed at start-up
         from pisces.core.approval.rules import primary  # noqa: PLC0415 - not needed at start-up
 
         args = info.args if isinstance(info.args, dict) else {}
         tier = tier_of(info.tool_name, info.tool, args)
+        where = workspace or self.cwd
+        tier, crossed = await asyncio.to_thread(judge, info.tool_name, tier, args, where, where,
+                                                getattr(self.settings, "agent_dir", None))
         sections = self._sections()  # one read of the settings for the mode and the rules
         if mode is None:
             mode, _ = self.mode(sections)
+        if crossed is not None and confined and mode == "yolo":
+            mode = "write"  # a subagent's write out of its workspace is not delegated work: it asks
         policy = self.policy(sections)
         if not policy.has_rules and primary(info.tool_name, args)[0] != "command" and \
                 tier in T.MODE_PASSES[mode]:
             return None  # nothing to look at: no rule, no command, a tier the mode lets through
-        decision, view = await asyncio.to_thread(policy.decide, info.tool_name, tier, args, mode)
+        decision, view = await asyncio.to_thread(policy.decide, info.tool_name, tier, args, mode, crossed)
         if decision.action == "allow":
             return None
         if decision.action == "deny":
@@ -240,8 +262,10 @@ class SessionApproval:
         return self.state()
 
     def save_mode(self, mode: str | None) -> None:
-        """Write ``tools.approvalMode`` to the global settings (None removes it)."""
+        """Write ``tools.approvalMode`` to the global settings (None removes it): a person's command, so the
+        mode saved is the new starting point a reload is compared with."""
         self.settings.update_global(_KEY, "approvalMode", lambda _old: mode)
+        self._start_modes = (mode, self._start_modes[1])
 
     def list_rules(self) -> dict[str, Any]:
         policy = self.policy()

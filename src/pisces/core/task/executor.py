@@ -202,7 +202,7 @@ async def _build_child(run: SubagentRun, host: TaskHost) -> Any:
                          active_tools=list(tools), system_prompt_builder=system_prompt)
     holder.append(child)
     if host.approval is not None:  # deny/prompt rules and known-dangerous commands hold inside subagents too
-        host.approval.gate_subagent(child.agent)
+        host.approval.gate_subagent(child.agent, workspace=run.cwd)
     requester = tuple(dict.fromkeys([run.task_id, run.raw_id, run.agent.name]))
     options = child.agent.stream_options
 
