@@ -35,3 +35,30 @@ def test_an_isolated_subagent_cannot_write_the_parent_tree_by_absolute_path(home
     assert "outside the workspace" in asked[0]["detail"] or "outside the workspace" in str(asked[0])
     assert read(target) == "alpha\nbeta\ngamma\n"  # the user's tree is untouched
     assert read(os.path.join(repo, "inside.txt")) == "ok\n"  # the write inside its worktree came back as a patch
+
+
+def test_the_task_tools_git_does_not_run_the_repositorys_configured_programs(home, spawn):
+    repo = make_repo(home.cwd)
+    marks = os.path.join(home.root, "marks")
+    os.makedirs(marks)
+    with open(os.path.join(repo, ".git", "config"), "a") as f:  # a repository shipped with its own config
+        f.write(f"[core]\n\tfsmonitor = touch {marks}/fsmonitor; true\n"
+                f"[filter \"x\"]\n\tclean = touch {marks}/clean; cat\n\tsmudge = touch {marks}/smudge; cat\n"
+                f"[diff]\n\texternal = touch {marks}/external\n")
+    with open(os.path.join(repo, ".gitattributes"), "w") as f:
+        f.write("*.txt filter=x\n")
+    hook = os.path.join(repo, ".git", "hooks", "post-checkout")
+    with open(hook, "w") as f:
+        f.write(f"#!/bin/sh\ntouch {marks}/post-checkout\n")
+    os.chmod(hook, 0o755)
+    settings(home, {"isolation": {"mode": "worktree"}})
+    p = start(spawn, home, "--faux-script", script(home, [
+        call_task({"agent": "task", "isolated": True, "tasks": [
+            {"id": "Edit", "description": "edit", "assignment": "Change beta."}]}),
+        {"text": "done"}], {
+        "Edit": [{"toolCalls": [{"name": "edit", "arguments": {
+            "path": "app.txt", "edits": [{"oldText": "beta", "newText": "BETA"}]}}]}, submit({"ok": True})]}))
+    p.send({"type": "prompt", "message": "go"})
+    p.until_type("agent_settled", HANG)
+    assert read(os.path.join(repo, "app.txt")) == "alpha\nBETA\ngamma\n"  # the task did its work through git
+    assert os.listdir(marks) == []
