@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from taskkit import call_task, make_repo, read, script, settings, start, submit, write_file
+from taskkit import call_task, make_repo, read, script, settings, start, submit, task_result, write_file
 
 HANG = 60
 
@@ -62,3 +62,81 @@ def test_the_task_tools_git_does_not_run_the_repositorys_configured_programs(hom
     p.until_type("agent_settled", HANG)
     assert read(os.path.join(repo, "app.txt")) == "alpha\nBETA\ngamma\n"  # the task did its work through git
     assert os.listdir(marks) == []
+
+
+def _approve(p, frame: dict, approved: bool, scope: str = "once") -> None:
+    p.send({"type": "tool_approval_response", "id": frame["id"], "toolCallId": frame["toolCallId"],
+            "approved": approved, **({"scope": scope} if approved else {})})
+
+
+def _verify_task(task_id: str, commands: list[dict]) -> dict:
+    return call_task({"agent": "task", "isolated": True, "verify": {"commands": commands},
+                      "tasks": [{"id": task_id, "description": task_id, "assignment": "Write out.txt."}]})
+
+
+def test_verification_commands_from_the_model_pass_the_same_approval_as_bash(home, spawn):
+    make_repo(home.cwd)
+    home.write_json("settings.json", {"task": {"isolation": {"mode": "worktree"}}, "tools": {"approvalRules": [
+        {"tool": "bash", "match": "rm *", "approval": "deny", "reason": "no deletes"}]}})
+    a = [{"name": "make", "command": "echo made > made.txt"}, {"name": "wipe", "command": "rm -f app.txt"}]
+    b = [{"name": "other", "command": "echo other > other.txt"}]
+    p = start(spawn, home, "--faux-script", script(home, [
+        _verify_task("A", a), {"text": "1"}, _verify_task("B", b), {"text": "2"}], {
+        "A": [write_file("out.txt", "x\n"), submit("ok")], "B": [write_file("out.txt", "y\n"), submit("ok")]}))
+    p.ok({"type": "negotiate_protocol", "protocolVersion": 2, "clientCapabilities": {"typedToolApprovals": 1}})
+    p.send({"id": "one", "type": "prompt", "message": "one"})
+    req = p.until_type("tool_approval_request", HANG)[-1]
+    assert req["toolName"] == "task"
+    _approve(p, req, True, "session")  # the task tool, for the session
+    req = p.until_type("tool_approval_request", HANG)[-1]
+    assert (req["toolName"], req["identity"]["command"]) == ("bash", "echo made > made.txt")
+    _approve(p, req, True)
+    frames = p.until_type("agent_settled", HANG)
+    assert not [f for f in frames if f.get("type") == "tool_approval_request"]  # "rm" was denied by the rule
+    results = {c["name"]: c for c in task_result(frames)["details"]["results"][0]["verification"]["attempts"][0][
+        "commandResults"]}
+    assert results["make"]["exitCode"] == 0
+    assert results["wipe"]["exitCode"] == 126 and "no deletes" in results["wipe"]["outputPreview"]
+    # the next task call is covered by the session grant, its verification command is not
+    p.send({"id": "two", "type": "prompt", "message": "two"})
+    req = p.until_type("tool_approval_request", HANG)[-1]
+    assert (req["toolName"], req["identity"]["command"]) == ("bash", "echo other > other.txt")
+    _approve(p, req, False)
+    frames = p.until_type("agent_settled", HANG)
+    result = task_result(frames)["details"]["results"][0]
+    other = result["verification"]["attempts"][0]["commandResults"][0]
+    assert other["exitCode"] == 126 and "denied by user" in other["outputPreview"]
+
+
+def test_a_known_dangerous_verification_command_is_refused_where_nobody_can_be_asked(home, spawn):
+    make_repo(home.cwd)
+    settings(home, {"isolation": {"mode": "worktree"}})
+    victim = os.path.join(home.root, "victim")
+    os.makedirs(os.path.join(victim, "keep"))
+    p = start(spawn, home, "--faux-script", script(home, [
+        _verify_task("D", [{"name": "wipe", "command": f"rm -rf {victim}/keep; rm -rf ~"}]), {"text": "1"}], {
+        "D": [write_file("out.txt", "x\n"), submit("ok")]}), "--approval-mode", "yolo")
+    p.send({"id": "one", "type": "prompt", "message": "one"})
+    frames = p.until(lambda f: f.get("type") in ("agent_settled", "extension_ui_request"), HANG)
+    if frames[-1]["type"] == "extension_ui_request":  # pi's select: the person says no
+        p.send({"type": "extension_ui_response", "id": frames[-1]["id"], "value": "Deny"})
+        frames = p.until_type("agent_settled", HANG)
+    assert os.path.isdir(os.path.join(victim, "keep"))
+    result = task_result(p.frames)["details"]["results"][0]
+    assert result["verification"]["attempts"][0]["commandResults"][0]["exitCode"] == 126
+
+
+def test_a_verification_profile_from_an_untrusted_project_is_not_used(home, spawn):
+    make_repo(home.cwd)
+    settings(home, {"isolation": {"mode": "worktree"}})
+    os.makedirs(os.path.join(home.cwd, ".pisces"))
+    with open(os.path.join(home.cwd, ".pisces", "settings.json"), "w") as f:
+        f.write('{"task": {"verification": {"profiles": {"ci": {"commands": '
+                '[{"name": "x", "command": "touch ../../planted"}]}}}}}')
+    p = start(spawn, home, "--faux-script", script(home, [
+        call_task({"agent": "task", "isolated": True, "verify": "ci",
+                   "tasks": [{"id": "P", "description": "p", "assignment": "a"}]}), {"text": "1"}], {
+        "P": [submit("ok")]}))
+    p.send({"id": "one", "type": "prompt", "message": "one"})
+    frames = p.until_type("agent_settled", HANG)
+    assert 'Unknown or invalid verification profile "ci"' in task_result(frames)["content"][0]["text"]

@@ -177,6 +177,16 @@ class SessionApproval:
         install(agent).add(APPROVAL_RANK, before=lambda info: self.before_tool_call(
             info, mode="yolo", workspace=where, confined=True))
 
+    async def check_command(self, command: str, *, tool_call_id: str, signal: Any = None,
+                            trusted: bool = False) -> str | None:
+        """Approve a command pisces runs for a tool other than ``bash`` (a task's verification) exactly as a
+        ``bash`` call: deny rules, the known-dangerous check, and, unless ``trusted`` (it came from settings, not
+        from the model), the mode, the rules and the session grants of ``bash`` (a grant covers that exact
+        command, never another task's). Returns None to run it, else the sentence why not."""
+        info = _CommandCall(command, tool_call_id, signal)
+        decision = await self.before_tool_call(info, mode="yolo" if trusted else None)
+        return decision.reason if decision is not None and decision.block else None
+
     async def before_tool_call(self, info: Any, mode: str | None = None, *, workspace: str | None = None,
                                confined: bool = False) -> GateDecision | None:
         from pisces.core.approval.boundary import judge  # noqa: PLC0415 - not needed at start-up
@@ -307,6 +317,18 @@ class SessionApproval:
 
         self.settings.update_global(_KEY, "approvalRules", change)
         return {**self.list_rules(), "removed": removed[0]}
+
+
+class _CommandCall:
+    """What the gate reads of a tool call, for a command run on behalf of another tool."""
+
+    tool_name = "bash"
+    tool = None
+
+    def __init__(self, command: str, tool_call_id: str, signal: Any) -> None:
+        self.args = {"command": command}
+        self.tool_call_id = tool_call_id
+        self.signal = signal
 
 
 def _index(value: Any, size: int) -> int:

@@ -15,7 +15,7 @@ import re
 import signal as _signal
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from pisces.ai.abort import AbortSignal
 from pisces.core.task import events
@@ -37,6 +37,9 @@ class Resolved:
     max_retries: int = 1
     on_failure: str = "return_failure"
     error: str | None = None
+    # where the commands come from: "model" (the call's verify.commands: approved like bash) or "settings" (a
+    # profile of task.verification, which a project can only set when it is trusted)
+    commands_from: str = "model"
 
     def result(self, status: str, attempts: list[dict[str, Any]], retries: int) -> dict[str, Any]:
         """A VerificationResult (seed 000)."""
@@ -132,7 +135,8 @@ def resolve(params: dict[str, Any], settings: dict[str, Any], isolated: bool) ->
         return Resolved(requested=False, error=NO_COMMANDS)
     return Resolved(requested=True, profile=profile, commands=commands,
                     max_retries=merged.get("maxRetries", max_retries),
-                    on_failure=merged.get("onFailure", "return_failure"))
+                    on_failure=merged.get("onFailure", "return_failure"),
+                    commands_from="model" if (inline or {}).get("commands") else "settings")
 
 
 def failure_message(attempt: dict[str, Any] | None) -> str:
@@ -161,6 +165,8 @@ class AttemptContext:
     shell: tuple[str, list[str]]
     env: dict[str, str]
     signal: AbortSignal
+    # the approval of one command: None to run it, else why it may not (the session's gate, see runner.py)
+    check: Callable[[str], Awaitable[str | None]] | None = None
 
 
 async def run_attempt(resolved: Resolved, ctx: AttemptContext, number: int) -> dict[str, Any]:
@@ -178,7 +184,11 @@ async def run_attempt(resolved: Resolved, ctx: AttemptContext, number: int) -> d
         log_name = f"{ctx.task_id}.verify.a{number}-{index + 1}-{_slug(command['name'])}.log"
         log = os.path.join(ctx.artifacts_dir, log_name)
         t0 = time.monotonic()
-        code, timed_out = await _run_command(command, ctx, log)
+        refused = await ctx.check(command["command"]) if ctx.check is not None else None
+        if refused is not None:
+            code, timed_out = await asyncio.to_thread(_refuse, log, refused)
+        else:
+            code, timed_out = await _run_command(command, ctx, log)
         duration = int((time.monotonic() - t0) * 1000)
         preview = await asyncio.to_thread(_finish_log, log)
         result: dict[str, Any] = {"name": command["name"], "command": command["command"], "exitCode": code,
@@ -243,6 +253,16 @@ async def _run_command(command: dict[str, Any], ctx: AttemptContext, log: str) -
         return TIMEOUT_EXIT_CODE, True
     code = proc.returncode if proc.returncode is not None else 1
     return (128 - code if code < 0 else code), False
+
+
+REFUSED_EXIT_CODE = 126
+
+
+def _refuse(log: str, why: str) -> tuple[int, bool]:
+    """A command the approval refused: not run, exit code 126, the reason as its output."""
+    with _open_log(log) as f:
+        f.write(f"not run: {why}\n".encode())
+    return REFUSED_EXIT_CODE, False
 
 
 def _open_log(path: str) -> Any:
