@@ -158,3 +158,24 @@ def test_an_agent_planted_in_a_shared_parent_directory_is_not_discovered(home, s
     result = task_result(frames)["details"]
     assert result["results"][0]["agentSource"] == "bundled"
     assert result["projectAgentsDir"] is None
+
+
+def test_an_approved_write_out_of_the_worktree_is_reported_with_where_it_went(home, spawn):
+    repo = make_repo(home.cwd)
+    settings(home, {"isolation": {"mode": "worktree"}})
+    target = os.path.join(repo, "notes.txt")
+    p = start(spawn, home, "--faux-script", script(home, [
+        call_task({"agent": "task", "isolated": True, "tasks": [
+            {"id": "Out", "description": "out", "assignment": "Write the parent tree."}]}),
+        {"text": "done"}], {"Out": [write_file(target, "from the task\n"), submit({"done": True})]}))
+    p.ok({"type": "negotiate_protocol", "protocolVersion": 2, "clientCapabilities": {"typedToolApprovals": 1}})
+    p.ok({"type": "set_approval_mode", "mode": "yolo"})
+    p.send({"type": "prompt", "message": "go"})
+    req = p.until_type("tool_approval_request", HANG)[-1]
+    _approve(p, req, True)  # the person allows it this once
+    frames = p.until_type("agent_settled", HANG)
+    assert read(target) == "from the task\n"
+    result = task_result(frames)
+    assert result["details"]["results"][0]["writesOutsideWorkspace"] == [
+        {"tool": "write", "path": os.path.realpath(target)}]
+    assert f'path="{os.path.realpath(target)}"' in result["content"][0]["text"]

@@ -101,3 +101,13 @@ def judge(tool_name: str, tier: str, args: dict[str, Any], cwd: str, workspace: 
         return tier, None
     why = crossing(value, cwd, workspace, agent_dir)
     return ("exec", why) if why is not None else (tier, None)
+
+
+def resolved_path(tool_name: str, args: dict[str, Any], cwd: str) -> str | None:
+    """The resolved absolute path a write-tier call names, or None."""
+    from pisces.core.approval.rules import primary  # noqa: PLC0415 - rules is loaded lazily with the policy
+
+    kind, value = primary(tool_name, args)
+    if kind != "path" or not value:
+        return None
+    return _resolve(value, cwd)[1]

@@ -166,16 +166,32 @@ class SessionApproval:
         return "allow" if self.settings.get("tools.approvalFallback") == "allow" else "deny"
 
     # -- the gate ------------------------------------------------------------------------------------
-    def gate_subagent(self, agent: Any, workspace: str | None = None) -> None:
+    def gate_subagent(self, agent: Any, workspace: str | None = None,
+                      outside: list[dict[str, str]] | None = None) -> None:
         """A subagent's tool calls pass this session's gate as ``yolo``: approving the ``task`` call approved
         the work it delegates, but deny and prompt rules and known-dangerous commands still hold, and ask the
         same person. A write that leaves the subagent's ``workspace`` (its worktree, or the parent's working
         directory) or lands on a protected path is not delegated work: it asks (is refused where nobody can be
-        asked), whatever the mode."""
+        asked), whatever the mode. ``outside`` receives ``{tool, path}`` (the resolved path) of each such write
+        that was approved and succeeded, for the task's result."""
+        from pisces.core.approval.boundary import resolved_path  # noqa: PLC0415 - not needed at start-up
 
         where = workspace or self.cwd
-        install(agent).add(APPROVAL_RANK, before=lambda info: self.before_tool_call(
-            info, mode="yolo", workspace=where, confined=True))
+        crossed: set[str] = set()
+
+        async def before(info: Any) -> GateDecision | None:
+            return await self.before_tool_call(info, mode="yolo", workspace=where, confined=True,
+                                               on_crossing=lambda: crossed.add(info.tool_call_id))
+
+        async def after(info: Any, result: Any, is_error: bool) -> None:
+            if info.tool_call_id in crossed:
+                crossed.discard(info.tool_call_id)
+                path = resolved_path(info.tool_name, info.args if isinstance(info.args, dict) else {}, where)
+                if not is_error and outside is not None and path is not None:
+                    outside.append({"tool": info.tool_name, "path": path})
+            return None
+
+        install(agent).add(APPROVAL_RANK, before=before, after=after)
 
     async def check_command(self, command: str, *, tool_call_id: str, signal: Any = None,
                             trusted: bool = False) -> str | None:
@@ -188,7 +204,8 @@ class SessionApproval:
         return decision.reason if decision is not None and decision.block else None
 
     async def before_tool_call(self, info: Any, mode: str | None = None, *, workspace: str | None = None,
-                               confined: bool = False) -> GateDecision | None:
+                               confined: bool = False, on_crossing: Callable[[], None] | None = None
+                               ) -> GateDecision | None:
         from pisces.core.approval.boundary import judge  # noqa: PLC0415 - not needed at start-up
         from pisces.core.approval.policy import tier_of  # noqa: PLC0415 - not needed at start-up
         from pisces.core.approval.rules import primary  # noqa: PLC0415 - not needed at start-up
@@ -208,6 +225,13 @@ class SessionApproval:
                 tier in T.MODE_PASSES[mode]:
             return None  # nothing to look at: no rule, no command, a tier the mode lets through
         decision, view = await asyncio.to_thread(policy.decide, info.tool_name, tier, args, mode, crossed)
+        outcome = await self._decided(info, tier, args, decision, view)
+        if outcome is None and crossed is not None and on_crossing is not None:
+            on_crossing()
+        return outcome
+
+    async def _decided(self, info: Any, tier: str, args: dict[str, Any], decision: Any, view: Any
+                       ) -> GateDecision | None:
         if decision.action == "allow":
             return None
         if decision.action == "deny":
