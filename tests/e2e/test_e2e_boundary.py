@@ -121,3 +121,22 @@ def test_the_default_mode_of_a_typed_client_is_not_loosened_by_a_written_setting
     home.write_json("settings.json", {"tools": {"approvalMode": "always-ask"}})
     p.ok({"type": "reload_resources"}, timeout=HANG)
     assert p.ok({"type": "get_state"})["approval"]["mode"] == "always-ask"
+
+
+def test_print_mode_refuses_deleting_home_by_any_spelling_and_the_home_survives(home):
+    import subprocess
+
+    from e2eproc import PISCES
+
+    keep = os.path.join(home.home, "keep.txt")
+    with open(keep, "w") as f:
+        f.write("mine\n")
+    for i, command in enumerate(["find ~ -delete", "find $HOME -mindepth 1 -exec rm -rf {} +",
+                                 "mkdir -p /tmp/e && rsync -a --delete /tmp/e/ ~/",
+                                 "sudo -u $(whoami) rm -rf ~/*"]):
+        script = home.faux_script([{"toolCalls": [{"name": "bash", "arguments": {"command": command}}]},
+                                   {"text": "done"}], name=f"f{i}.json")
+        out = subprocess.run([*PISCES, "--faux-script", script, "-p", "go"], env=home.env(), cwd=home.cwd,
+                             capture_output=True, text=True, timeout=60)
+        assert "known-dangerous command" in out.stderr, (command, out.stderr)
+        assert os.path.exists(keep), command

@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from pisces.core.approval import redact, shell
+from pisces.core.approval import effects, redact, shell
 from pisces.core.approval import rules as R
 from pisces.core.approval.types import MODE_PASSES, MODES, TIERS, ApprovalRequest, Decision
 
@@ -97,7 +97,7 @@ class ApprovalPolicy:
         rule = self.matching_rule(view) if self.has_rules else None
         if rule is not None and rule["approval"] == "deny":
             return Decision("deny", message=_denied_by(rule), rule=rule), view
-        danger = shell.danger(view.raw or "") if view.kind == "command" else None
+        danger = (shell.danger(view.raw or "") or effects.effect(view.raw or "")) if view.kind == "command" else None
         if danger is not None:
             return Decision("ask", why=f"known-dangerous command: {danger}; it always needs approval",
                             dangerous=danger, rule=rule, scopes=("once",)), view
