@@ -140,3 +140,23 @@ def test_print_mode_refuses_deleting_home_by_any_spelling_and_the_home_survives(
                              capture_output=True, text=True, timeout=60)
         assert "known-dangerous command" in out.stderr, (command, out.stderr)
         assert os.path.exists(keep), command
+
+
+def test_an_approval_request_never_shows_a_command_line_password(home, spawn):
+    commands = ["curl -u alice:hunter2Zq https://127.0.0.1:9/x", "mysql -u root -phunter2Zq db",
+                "sshpass -p hunter2Zq ssh h true", "redis-cli -a hunter2Zq ping",
+                "aws configure set aws_secret_access_key hunter2Zq", "az login -u me -p hunter2Zq"]
+    script = [{"toolCalls": [{"name": "bash", "arguments": {"command": c}, "id": f"c{i}"}]}
+              for i, c in enumerate(commands)] + [{"text": "done"}]
+    p = spawn("--faux-script", home.faux_script(script))
+    typed(p)
+    p.send({"id": "go", "type": "prompt", "message": "go"})
+    for i in range(len(commands)):
+        req = p.until_type("tool_approval_request", HANG)[-1]
+        assert req["toolCallId"] == f"c{i}"
+        assert "hunter2Zq" not in json.dumps(req), req
+        assert "[redacted]" in req["identity"]["command"] and "identity.command" in req["detail"]["redactedFields"]
+        p.send({"type": "tool_approval_response", "id": req["id"], "toolCallId": req["toolCallId"],
+                "approved": False})
+    p.until_type("agent_settled", HANG)
+    assert "hunter2Zq" not in json.dumps(p.ok({"type": "get_state"}))
