@@ -31,6 +31,10 @@ PROTECTED_NAMES = frozenset({
     ".pisces", ".pi", ".omp", ".claude", ".codex", ".gemini", ".cursor", ".windsurf", ".continue", ".aider",
     ".git", ".hg", ".svn", ".jj", ".bzr", ".sl", ".pijul", "_darcs", ".fossil",
     ".envrc", ".direnv", ".vscode", ".idea", ".devcontainer",
+    # what a shell, git, ssh or a package manager reads and runs from a home directory (the workspace can be one)
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile", ".zshenv",
+    ".zlogin", ".inputrc", ".ssh", ".gnupg", ".gitconfig", ".config", ".npmrc", ".yarnrc", ".yarnrc.yml",
+    ".pypirc", ".netrc", ".docker", ".kube", ".aws", ".azure", ".local",
 })
 
 
