@@ -163,3 +163,16 @@ def test_hostile_input_is_bounded():
     effect("a | " * 20000)
     effect("'" * 100001)
     assert time.process_time() - t0 < 60  # a bound on work, not a speed claim: quadratic blow-ups would not end
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["cd ~", "cd", "cd /", "cd $HOME", "pushd /usr", "cd /etc/"]),
+       st.sampled_from([" && ", "; ", "\n"]),
+       st.sampled_from(["rm -rf *", "rm -rf .", "rm -rf ./*", "find . -delete", "rm -fr .*"]))
+def test_a_delete_of_the_directory_an_earlier_cd_went_to_asks(cd, sep, delete):
+    assert asks_as_dangerous(cd + sep + delete)
+
+
+def test_a_delete_after_cd_into_an_ordinary_directory_does_not_count():
+    assert effect("cd build && rm -rf *") is None
+    assert effect("cd ~ && cd proj && rm -rf ./dist") is None

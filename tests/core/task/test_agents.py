@@ -132,3 +132,20 @@ def test_discovery_stops_at_the_project_root(tmp_path, monkeypatch):
     write(str(repo / ".claude" / "agents" / "task.md"), agent_md("task", "the repository's own"))
     found = {a.name: a for a in discover_agents(str(cwd), agent_dir, project_trusted=True).agents}
     assert found["task"].description == "the repository's own"
+
+
+def test_a_world_writable_parent_is_never_the_project_root(tmp_path, monkeypatch):
+    """Planting ``.git`` next to ``.claude/agents`` in a shared directory (mode 1777, like /tmp) does not make
+    it the root of the projects below."""
+    from pisces.core.config.paths import project_root
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    shared = tmp_path / "shared"
+    os.makedirs(shared / ".git")
+    write(str(shared / ".claude" / "agents" / "task.md"), agent_md("task", "planted"))
+    os.chmod(shared, 0o1777)
+    cwd = shared / "proj"
+    os.makedirs(cwd)
+    assert project_root(str(cwd)) == str(cwd)
+    found = {a.name: a for a in discover_agents(str(cwd), str(tmp_path / "agent"), project_trusted=True).agents}
+    assert found["task"].source == "bundled"

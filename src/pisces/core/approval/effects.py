@@ -242,9 +242,17 @@ def _short(flags: list[str], letter: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Effects of one simple command
 # ---------------------------------------------------------------------------------------------
-def _deletes(words: list[str]) -> str | None:
+_HERE = frozenset({"*", ".", "./", "./*", ".*", "./.*", "..", "../*"})
+
+
+def _deletes(words: list[str], here_precious: bool = False) -> str | None:
+    """``here_precious``: an earlier ``cd`` of the same line went to a directory whose deletion counts, so
+    ``*`` and ``.`` count too."""
     head = _head(words)
     flags, targets = _flags(words[1:])
+    if here_precious:
+        targets = ["/" if t in _HERE else t for t in targets]
+        words = [words[0], *("/" if w in _HERE else w for w in words[1:])]
     why = "it deletes / or a home or top-level system directory"
     if head == "rm" and ("--recursive" in flags or _short(flags, "r") or _short(flags, "R")):
         return why if any(precious(t) for t in targets) else None
@@ -412,10 +420,15 @@ def _fetch_anywhere(text: str) -> bool:
 def effect(command: str) -> str | None:
     """Why ``command`` is dangerous by what it does, or None (see the module's docstring)."""
     everything = list(_all_commands(command))
+    here = False  # whether a cd earlier on the line went to /, home or a top-level system directory
     for stages in everything:
         for stage in stages:
             words, writes, _ = _command(stage)
-            why = _deletes(words) or _device_writes(words, writes) or _git(words)
+            if _head(words) in ("cd", "pushd", "chdir"):
+                args = [w for w in words[1:] if not w.startswith("-")]
+                here = not args or precious(args[0])
+                continue
+            why = _deletes(words, here) or _device_writes(words, writes) or _git(words)
             if why is not None:
                 return why
     # each level (the top and every nested script) as a sequence of pipelines, for downloads that get run
