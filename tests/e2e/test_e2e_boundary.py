@@ -160,3 +160,18 @@ def test_an_approval_request_never_shows_a_command_line_password(home, spawn):
                 "approved": False})
     p.until_type("agent_settled", HANG)
     assert "hunter2Zq" not in json.dumps(p.ok({"type": "get_state"}))
+
+
+def test_an_allow_rule_written_into_the_settings_takes_no_effect_at_reload(home, spawn):
+    p = spawn("--faux-script", home.faux_script([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "touch ran1"}, "id": "a"}]}, {"text": "1"},
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "touch ran2"}, "id": "b"}]}, {"text": "2"}]))
+    typed(p)
+    home.write_json("settings.json", {"tools": {"approvalRules": [{"tool": "bash", "approval": "allow"}]}})
+    p.ok({"type": "reload_resources"}, timeout=HANG)
+    asked, ends = _run(p, "one")
+    assert asked == {"a"} and not os.path.exists(os.path.join(home.cwd, "ran1"))
+    assert "ignoring the allow rule" in p.stderr
+    p.ok({"type": "add_approval_rule", "rule": {"tool": "bash", "match": "touch ran2", "approval": "allow"}})
+    asked, ends = _run(p, "two")  # a person's command: in force at once
+    assert "b" not in asked and os.path.exists(os.path.join(home.cwd, "ran2"))

@@ -19,6 +19,7 @@ clients, print mode), so that pisces stays a drop-in for pi. Known-dangerous com
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from typing import Any, Callable
@@ -87,7 +88,13 @@ class SessionApproval:
         self._policy_key: Any = None
         # The settings' modes when the session started: a reload may make the mode stricter, never looser
         # (loosening takes a person's action: set_approval_mode, a flag, save_mode).
-        self._start_modes = self._setting_modes(self._sections())
+        start = self._sections()
+        self._start_modes = self._setting_modes(start)
+        # the allow rules in force at the start, and those a person added since (add_approval_rule, "always"):
+        # an allow rule that appears in a settings file later does not take effect before the next start
+        self._start_rules = json.dumps([start[0].get("approvalRules"), start[1].get("approvalRules")])
+        self._added_allows: set[str] = set()
+        self._warned_allows: set[str] = set()
 
     @staticmethod
     def _setting_modes(sections: tuple[dict[str, Any], dict[str, Any]]) -> tuple[Any, Any]:
@@ -127,11 +134,31 @@ class SessionApproval:
         if self._policy is None or key != self._policy_key:
             from pisces.core.approval.policy import ApprovalPolicy, read_rules  # noqa: PLC0415 - not needed at start-up
 
-            self._policy = ApprovalPolicy(read_rules(g, self.settings.global_path),
-                                          read_rules(p, self.settings.project_path), project_trusted=trusted,
-                                          cwd=self.cwd)
+            self._policy = ApprovalPolicy(self._known(read_rules(g, self.settings.global_path)),
+                                          self._known(read_rules(p, self.settings.project_path)),
+                                          project_trusted=trusted, cwd=self.cwd)
             self._policy_key = key
         return self._policy
+
+    def _known(self, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``rules`` without the allow rules that appeared in a file after the session started (a reload never
+        loosens what asks); each left out is reported once on stderr."""
+        from pisces.core.approval.policy import read_rules  # noqa: PLC0415 - not needed at start-up
+
+        start = set()
+        for raw in json.loads(self._start_rules):
+            start.update(_canon(r) for r in read_rules(raw, "", warn=lambda _t: None))
+        out = []
+        for rule in rules:
+            key = _canon(rule)
+            if rule["approval"] != "allow" or key in start or key in self._added_allows:
+                out.append(rule)
+            elif key not in self._warned_allows:
+                self._warned_allows.add(key)
+                sys.stderr.write(f"pisces: ignoring the allow rule {key} until the next start: it appeared in the "
+                                 "settings after this session started (add it with add_approval_rule to use it "
+                                 "now)\n")
+        return out
 
     def mode(self, sections: tuple[dict[str, Any], dict[str, Any]] | None = None) -> tuple[str, str]:
         """(the mode in force, where it comes from: command, cli, project, settings or default)."""
@@ -302,21 +329,28 @@ class SessionApproval:
         self._start_modes = (mode, self._start_modes[1])
 
     def list_rules(self) -> dict[str, Any]:
+        """The rules as the settings files hold them (``rulesNotInForce``: the allow rules among them that
+        appeared after the session started, which take effect at the next start)."""
+        from pisces.core.approval.policy import read_rules  # noqa: PLC0415 - not needed at start-up
+
         policy = self.policy()
-
-        def strip(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            return [{k: v for k, v in r.items() if k not in ("source", "index")} for r in rules]
-
-        applied = "none" if not policy.project_rules else "all" if policy.project_trusted else "stricter-only"
-        return {"rules": strip(policy.global_rules), "projectRules": strip(policy.project_rules),
-                "projectRulesApplied": applied,
-                "settingsPath": self.settings.global_path}
+        g_section, p_section = self._sections()
+        quiet = lambda _t: None  # noqa: E731 - the policy reported them already
+        g = read_rules(g_section.get("approvalRules"), self.settings.global_path, warn=quiet)
+        p = read_rules(p_section.get("approvalRules"), self.settings.project_path, warn=quiet)
+        in_force = {_canon(r) for r in policy.global_rules + policy.project_rules}
+        applied = "none" if not p else "all" if policy.project_trusted else "stricter-only"
+        return {"rules": g, "projectRules": p, "projectRulesApplied": applied,
+                "settingsPath": self.settings.global_path,
+                "rulesNotInForce": [r for r in g + p if _canon(r) not in in_force]}
 
     def add_rule(self, rule: Any, index: Any = None) -> dict[str, Any]:
         """Insert a rule into the global ``tools.approvalRules`` (at ``index``, default last)."""
         from pisces.core.approval.rules import check_rule  # noqa: PLC0415 - not needed at start-up
 
         checked = check_rule(rule)
+        self._added_allows.add(_canon(checked))
+        self._policy = None  # rebuilt with the rule known
 
         def change(current: Any) -> list[Any]:
             rules = list(current) if isinstance(current, list) else []
@@ -353,6 +387,10 @@ class _CommandCall:
         self.args = {"command": command}
         self.tool_call_id = tool_call_id
         self.signal = signal
+
+
+def _canon(rule: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in rule.items() if k not in ("source", "index")}, sort_keys=True)
 
 
 def _index(value: Any, size: int) -> int:
