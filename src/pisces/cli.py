@@ -199,6 +199,11 @@ def ignored_flags_note(args: Any) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["batch"]:  # a subcommand: its own flags (docs/batch.md)
+        from pisces.modes.batch.main import run_batch  # noqa: PLC0415 - only the chosen mode is imported
+
+        return run_batch(words[1:])
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # words argparse does not know may be flags an extension registers (--plan, --name=value): the session

@@ -107,7 +107,10 @@ class AgentSession(SessionSwitching):
         self._ui = value
 
     def _on_agent_event(self, event: Any) -> None:
-        self.hooks.agent_event(event, self._deliver)  # extension handlers first, when there are any
+        if self.hooks.active:  # extension handlers first, when there are any
+            self.hooks.agent_event(event, self._deliver)
+        else:  # no extensions: every streamed event goes straight on (one hop less per delta)
+            self._deliver(event)
 
     def _deliver(self, event: Any) -> None:
         if isinstance(event, MessageStartEvent) and isinstance(event.message, UserMessage):
