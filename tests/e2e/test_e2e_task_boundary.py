@@ -179,3 +179,30 @@ def test_an_approved_write_out_of_the_worktree_is_reported_with_where_it_went(ho
     assert result["details"]["results"][0]["writesOutsideWorkspace"] == [
         {"tool": "write", "path": os.path.realpath(target)}]
     assert f'path="{os.path.realpath(target)}"' in result["content"][0]["text"]
+
+
+def test_an_isolated_subagents_command_that_names_the_parent_tree_asks(home, spawn):
+    repo = make_repo(home.cwd)
+    settings(home, {"isolation": {"mode": "worktree"}})
+    target = os.path.join(repo, "app.txt")
+    p = start(spawn, home, "--faux-script", script(home, [
+        call_task({"agent": "task", "isolated": True, "tasks": [
+            {"id": "Sh", "description": "sh", "assignment": "Write the parent tree."}]}),
+        {"text": "done"}], {
+        "Sh": [{"toolCalls": [{"name": "bash", "arguments": {"command": f"echo owned > {target}"}}]},
+               {"toolCalls": [{"name": "bash", "arguments": {"command": "echo fine > local.txt"}}]},
+               submit({"done": True})]}))
+    p.ok({"type": "negotiate_protocol", "protocolVersion": 2, "clientCapabilities": {"typedToolApprovals": 1}})
+    p.ok({"type": "set_approval_mode", "mode": "yolo"})
+    p.send({"type": "prompt", "message": "go"})
+    asked = []
+    while True:
+        frame = p.until(lambda f: f.get("type") in ("tool_approval_request", "agent_settled"), HANG)[-1]
+        if frame["type"] == "agent_settled":
+            break
+        asked.append(frame)
+        _approve(p, frame, False)
+    assert [f["identity"]["command"] for f in asked] == [f"echo owned > {target}"]
+    assert "in the user's tree outside this subagent's worktree" in asked[0]["detail"]["reason"]
+    assert read(target) == "alpha\nbeta\ngamma\n"
+    assert read(os.path.join(repo, "local.txt")) == "fine\n"  # its own work came back as a patch

@@ -115,3 +115,25 @@ def resolved_path(tool_name: str, args: dict[str, Any], cwd: str) -> str | None:
     if kind != "path" or not value:
         return None
     return _resolve(value, cwd)[1]
+
+
+def command_reaches(command: str, tree: str, workspace: str) -> str | None:
+    """The first path a command names (an absolute path, ``~/...``, or the value of ``opt=/path``) that lies
+    inside ``tree`` (the user's working tree) but outside ``workspace`` (an isolated subagent's worktree), or
+    None. A command that names the user's tree from an isolated worktree is not the delegated work, whatever
+    it does there; what it reaches without naming it (a variable, a path built at run time) only an OS
+    sandbox would stop."""
+    from pisces.core.approval import shell  # noqa: PLC0415 - loaded lazily with the policy
+
+    tree_real = {os.path.normpath(os.path.abspath(tree)), os.path.realpath(tree)}
+    work_real = {os.path.normpath(os.path.abspath(workspace)), os.path.realpath(workspace)}
+    for segment in shell.segments(command)[:512]:
+        for word in shell.words(segment)[:512]:
+            for piece in [word, *word.split("=")[1:], *word.split(":")[1:]]:
+                if not piece.startswith(("/", "~")):
+                    continue
+                lexical, real = _resolve(piece, workspace)
+                for form in (lexical, real):
+                    if any(_inside(form, t) for t in tree_real) and not any(_inside(form, w) for w in work_real):
+                        return real
+    return None

@@ -109,7 +109,9 @@ class ApprovalPolicy:
         if tier in MODE_PASSES.get(mode, MODE_PASSES["always-ask"]):
             return Decision("allow"), view
         why = f"the approval mode is {mode}, and {tool_name} is {'an' if tier == 'exec' else 'a'} {tier} tool"
-        if crossed is not None:
+        if crossed is not None and view.kind == "command":
+            why = f"{crossed}: not the delegated work, so it asks"
+        elif crossed is not None:
             why = f"{crossed}: a write there is judged as a command, and the approval mode is {mode}"
         return Decision("ask", why=why, scopes=self._scopes(view, None)), view
 

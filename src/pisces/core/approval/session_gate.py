@@ -213,9 +213,12 @@ class SessionApproval:
         async def after(info: Any, result: Any, is_error: bool) -> None:
             if info.tool_call_id in crossed:
                 crossed.discard(info.tool_call_id)
-                path = resolved_path(info.tool_name, info.args if isinstance(info.args, dict) else {}, where)
+                args = info.args if isinstance(info.args, dict) else {}
+                path = resolved_path(info.tool_name, args, where)
                 if not is_error and outside is not None and path is not None:
                     outside.append({"tool": info.tool_name, "path": path})
+                elif not is_error and outside is not None and isinstance(args.get("command"), str):
+                    outside.append({"tool": info.tool_name, "command": args["command"]})
             return None
 
         install(agent).add(APPROVAL_RANK, before=before, after=after)
@@ -240,11 +243,20 @@ class SessionApproval:
         args = info.args if isinstance(info.args, dict) else {}
         tier = tier_of(info.tool_name, info.tool, args)
         where = workspace or self.cwd
-        tier, crossed = await asyncio.to_thread(judge, info.tool_name, tier, args, where, where,
-                                                getattr(self.settings, "agent_dir", None))
+        crossed = None
+        if tier == "write":  # only writes have a boundary; resolving the path reads the file system
+            tier, crossed = await asyncio.to_thread(judge, info.tool_name, tier, args, where, where,
+                                                    getattr(self.settings, "agent_dir", None))
         sections = self._sections()  # one read of the settings for the mode and the rules
         if mode is None:
             mode, _ = self.mode(sections)
+        if confined and crossed is None and workspace is not None and workspace != self.cwd and \
+                primary(info.tool_name, args)[0] == "command":
+            from pisces.core.approval.boundary import command_reaches  # noqa: PLC0415 - not needed at start-up
+
+            reached = await asyncio.to_thread(command_reaches, args.get("command") or "", self.cwd, workspace)
+            if reached is not None:
+                crossed = f"the command names {reached}, in the user's tree outside this subagent's worktree"
         if crossed is not None and confined and mode == "yolo":
             mode = "write"  # a subagent's write out of its workspace is not delegated work: it asks
         policy = self.policy(sections)
