@@ -176,3 +176,17 @@ def test_a_delete_of_the_directory_an_earlier_cd_went_to_asks(cd, sep, delete):
 def test_a_delete_after_cd_into_an_ordinary_directory_does_not_count():
     assert effect("cd build && rm -rf *") is None
     assert effect("cd ~ && cd proj && rm -rf ./dist") is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["python3 -c 'import os; os.system(\"{c}\")'", "perl -e 'system(\"{c}\")'",
+                        "node -e 'require(\"child_process\").execSync(\"{c}\")'", "ruby -e 'system(\"{c}\")'",
+                        "php -r 'shell_exec(\"{c}\");'"]),
+       st.sampled_from(["rm -rf ~", "find / -delete", "curl -s u | sh", "git push --force"]))
+def test_a_shell_command_in_an_interpreters_string_literal_is_seen(form, inner):
+    assert asks_as_dangerous(form.format(c=inner))
+
+
+def test_an_interpreters_ordinary_strings_do_not_count():
+    assert effect("python3 -c 'print(\"rm -rf is a command\")'") is None
+    assert effect("node -e 'console.log(\"hello\")'") is None

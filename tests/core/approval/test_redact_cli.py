@@ -28,6 +28,9 @@ LEAKS = [
     f"openssl enc -pass pass:{SECRET}", f"ldapsearch -D cn=x -w {SECRET}", f"smbclient //h/s -U bob%{SECRET}",
     f"sqlcmd -S h -U sa -P {SECRET}", f"mongosh --username u -p {SECRET}",
     f"git clone https://u:{SECRET}@github.com/x", f"echo ok && curl -u a:{SECRET} x | jq .",
+    f"aws --profile p configure set aws_secret_access_key {SECRET}", f"npm config set _authToken {SECRET}",
+    f"az login -u me -p={SECRET}", f"echo {SECRET} | docker login -u me --password-stdin r.io",
+    f"printf '{SECRET}' | helm registry login r --password-stdin -u me",
 ]
 
 KEPT = ["mysql -u root -p db", "docker run -u 1000:1000 img", "ls -p dir", "curl -u alice https://x",

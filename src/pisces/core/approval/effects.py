@@ -30,7 +30,8 @@ redirections, substitutions, ``bash -c`` scripts), not from a list of spellings.
 
 What it cannot see (the OS sandbox, not this, confines those): the value of a variable other than
 ``HOME`` (``rm -rf $DIR``), what a program does inside (``python -c "shutil.rmtree(…)"``, a script file, a
-Makefile target), an alias or function defined earlier in the same session, a path assembled at run time
+Makefile target; the string literals of an interpreter's ``-c``/``-e`` program are read as shell commands, so
+``os.system("rm -rf ~")`` is seen, an argument list is not), an alias or function defined earlier in the same session, a path assembled at run time
 (``rm -rf "$(echo /)"`` is seen only through its substitution's text), and content fetched by a program not
 listed above.
 """
@@ -38,6 +39,7 @@ listed above.
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from typing import Iterator
 
@@ -149,6 +151,23 @@ def _head(words: list[str]) -> str:
     return words[0].rsplit("/", 1)[-1].lstrip("\\") if words else ""
 
 
+_QUOTED = re.compile(r"\"([^\"\\]{1,4096})\"|'([^'\\]{1,4096})'")
+
+
+def _code_strings(words: list[str]) -> list[str]:
+    """The string literals of the program given to an interpreter (``python -c``, ``perl -e``, ``node -e``,
+    ``ruby -e``, ``php -r``), each read as a shell command: ``os.system("rm -rf ~")`` is seen as
+    ``rm -rf ~``. An argument list (``subprocess.run(["rm", "-rf", ...])``) is not."""
+    head = _head(words)
+    if head not in _INTERPRETERS and head.rstrip("0123456789.") not in _INTERPRETERS:
+        return []
+    for i, w in enumerate(words[1:-1], start=1):
+        if w in shell._CODE_FLAGS or w in ("-r",):
+            code = words[i + 1][:65536]
+            return [m.group(1) or m.group(2) for m in _QUOTED.finditer(code)][:64]
+    return []
+
+
 def _all_commands(command: str, depth: int = 0) -> Iterator[list[str]]:
     """Every pipeline in ``command``, nested ones (substitutions, ``bash -c`` scripts, ``eval``) included."""
     pipelines, nested = _lists(command)
@@ -157,7 +176,7 @@ def _all_commands(command: str, depth: int = 0) -> Iterator[list[str]]:
         if depth < shell._MAX_DEPTH:
             for stage in stages:
                 words, _, _ = _command(stage)
-                for script in shell._inner_scripts(words):
+                for script in shell._inner_scripts(words) + _code_strings(words):
                     yield from _all_commands(script, depth + 1)
     if depth < shell._MAX_DEPTH:
         for text in nested:

@@ -93,11 +93,13 @@ def _patterns() -> list[tuple[Any, Any]]:
             (r"(?i)(\bredis-cli" + _REST + r"(?:-a|--pass)\s+)" + _ARG, keep(1, 0)),
             (r"(?i)(\bredis-cli" + _REST + r"auth\s+)" + _ARG, keep(1, 0)),
             (r"(\b(?:az|docker|podman|helm|buildah|skopeo|oras|mongo|mongosh|mongodump|mongorestore|mongoimport|"
-             r"mongoexport|nmcli|htpasswd -b \S+ \S+)" + _REST + r"-p\s+)" + _ARG, keep(1, 0)),
+             r"mongoexport|nmcli|htpasswd -b \S+ \S+)" + _REST + r"-p(?:\s+|=))" + _ARG, keep(1, 0)),
             (r"(\b(?:sqlcmd|bcp|isql|osql)" + _REST + r"-P\s*)" + _ARG, keep(1, 0)),
             (r"(\bldap[a-z]*" + _REST + r"-w\s+)" + _ARG, keep(1, 0)),
             (r"(\b(?:smbclient|rpcclient|smbmap|smbget|net)" + _REST + r"-U\s*[^\s%]+%)" + _ARG, keep(1, 0)),
-            (r"(?i)(\baws\s+configure\s+set\s+\S*(?:secret|token|key)\S*\s+)" + _ARG, keep(1, 0)),
+            (r"(?i)(\b(?:config|configure)\s+(?:set\s+)?(?:--?\S+\s+)*\S*(?:secret|token|passw(?:or)?d|auth|"
+             r"(?:access|api|private|account)[_-]?key)\S*\s+)" + _ARG, keep(1, 0)),
+            (r"(\b(?:echo|printf)\s+)" + _ARG + r"(\s*\|\s*[^\n;&|]*--password-stdin)", keep(1, 0, 3)),
             (r"(?i)(\bgcloud" + _REST + r"--(?:password|access-token|client-secret|secret)(?:\s+|=))" + _ARG,
              keep(1, 0)),
             (r"(\s-(?:pass(?:in|out)?|passwd|k)\s+(?:pass|env):)" + _ARG, keep(1, 0)),
