@@ -28,12 +28,14 @@ redirections, substitutions, ``bash -c`` scripts), not from a list of spellings.
   ``filter-repo``; ``update-ref -d``; ``stash clear``; git's global options (``-C``, ``-c``, ``--git-dir``)
   are skipped to find the subcommand.
 
-What it cannot see (the OS sandbox, not this, confines those): the value of a variable other than
-``HOME`` (``rm -rf $DIR``), what a program does inside (``python -c "shutil.rmtree(…)"``, a script file, a
-Makefile target; the string literals of an interpreter's ``-c``/``-e`` program are read as shell commands, so
-``os.system("rm -rf ~")`` is seen, an argument list is not), an alias or function defined earlier in the same session, a path assembled at run time
-(``rm -rf "$(echo /)"`` is seen only through its substitution's text), and content fetched by a program not
-listed above.
+The string literals of an interpreter's ``-c``/``-e``/``-r`` program are read as shell commands too, so
+``python3 -c 'os.system("rm -rf ~")'`` is seen.
+
+What it cannot see (only an OS sandbox would confine those; pisces has none yet): the value of a variable
+other than ``HOME`` (``rm -rf $DIR``), what a program does inside (``python -c "shutil.rmtree(…)"``, an
+argument list such as ``subprocess.run(["rm", "-rf", …])``, a script file, a Makefile target), an alias or
+function defined earlier in the same session, a path assembled at run time (``rm -rf "$(echo /)"`` is seen
+only through its substitution's text), and content fetched by a program not listed above.
 """
 
 from __future__ import annotations
