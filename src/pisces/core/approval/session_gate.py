@@ -233,6 +233,36 @@ class SessionApproval:
         decision = await self.before_tool_call(info, mode="yolo" if trusted else None)
         return decision.reason if decision is not None and decision.block else None
 
+    async def escalate(self, command: str, tool_call_id: str, why: str, signal: Any = None) -> str | None:
+        """Ask the person whether to run ``command``, which the OS sandbox blocked, outside it (a ``bash``
+        approval request whose reason is ``why``; once only, never covered by a grant, a rule or a fallback:
+        only a person's yes runs it unconfined). None: approved; else the sentence why not."""
+        from pisces.core.approval.redact import IdentityTooLarge, identity, redact_input  # noqa: PLC0415 - not needed at start-up
+
+        args = {"command": command}
+        try:
+            ident, ident_redacted = identity("bash", "exec", args, "shell")
+        except IdentityTooLarge as exc:
+            return f"the command is too large to show for approval ({exc})"
+        shown, input_redacted, truncated = redact_input(args)
+        request = T.ApprovalRequest(tool_call_id, "bash", "exec", ident, shown, detail=why, scopes=("once",),
+                                    redacted_fields=[*ident_redacted, *input_redacted], truncated_fields=truncated)
+        timeout = self.timeout_ms
+        self._asked += 1
+        key = f"{self._asked}"
+        self.pending[key] = {"toolCallId": tool_call_id, "toolName": "bash", "tier": "exec", "kind": "shell",
+                             "summary": _summary(request), "reason": why, "requestedAt": int(time.time() * 1000),
+                             "timeoutMs": timeout}
+        try:
+            answer = await self.current_approver().approve(request, timeout_ms=timeout, signal=signal)
+        finally:
+            self.pending.pop(key, None)
+        if answer.approved and answer.reason == "user":
+            return None
+        if answer.approved:
+            return "only a person can let a command out of the sandbox, and none answered"
+        return answer.message
+
     async def before_tool_call(self, info: Any, mode: str | None = None, *, workspace: str | None = None,
                                confined: bool = False, on_crossing: Callable[[], None] | None = None
                                ) -> GateDecision | None:

@@ -66,6 +66,7 @@ class AgentSession(SessionSwitching):
         self.subagents = SubagentHooks()  # the task tool's spawn gate and usage callback
         self.budget: Any = None  # a pisces.core.budget.SessionBudget once a limit is set (docs/budgets.md)
         self.approval: Any = None  # pisces.core.approval.SessionApproval, the tool-call approval (docs/approval.md)
+        self.sandbox: Any = None  # pisces.core.sandbox.launch.Sandbox, the OS sandbox of commands (docs/security.md)
         self.is_compacting = False
         self._run_lock = asyncio.Lock()
         self.agent = Agent(
@@ -486,6 +487,8 @@ class AgentSession(SessionSwitching):
             state["budget"] = self.budget.state()
         if self.approval is not None:
             state["approval"] = self.approval.state()
+        if self.sandbox is not None:
+            state["sandbox"] = self.sandbox.state()
         return state
 
     def session_stats(self) -> dict[str, Any]:

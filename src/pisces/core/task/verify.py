@@ -167,6 +167,9 @@ class AttemptContext:
     signal: AbortSignal
     # the approval of one command: None to run it, else why it may not (the session's gate, see runner.py)
     check: Callable[[str], Awaitable[str | None]] | None = None
+    # the OS sandbox (pisces.core.sandbox.launch.Sandbox, a session's child()): each command is confined to the
+    # worktree and a private temp dir unless a person turned the sandbox off; None: unconfined
+    sandbox: Any = None
 
 
 async def run_attempt(resolved: Resolved, ctx: AttemptContext, number: int) -> dict[str, Any]:
@@ -215,16 +218,53 @@ async def run_attempt(resolved: Resolved, ctx: AttemptContext, number: int) -> d
 
 
 async def _run_command(command: dict[str, Any], ctx: AttemptContext, log: str) -> tuple[int, bool]:
+    """Run one command (confined by ``ctx.sandbox``). When the sandbox blocked it, the person is asked through
+    the sandbox's escalation whether to run it outside; approved, it runs again unconfined (its log then holds
+    both runs), else the log says why it was not."""
+    launch = None
+    if ctx.sandbox is not None:
+        try:
+            launch = await asyncio.to_thread(ctx.sandbox.prepare, ctx.cwd, ctx.env)
+        except OSError as exc:
+            await asyncio.to_thread(_refuse, log, f"the sandbox could not be set up ({exc})")
+            return REFUSED_EXIT_CODE, False
+    code, timed_out = await _spawn(command, ctx, log, launch, append=False)
+    if launch is None or code == 0 or timed_out or ctx.signal.aborted:
+        return code, timed_out
+    from pisces.core.sandbox.launch import blocked_by_sandbox, blocked_reason  # noqa: PLC0415 - loaded with the sandbox
+
+    if not blocked_by_sandbox(await asyncio.to_thread(_tail, log), code):
+        return code, timed_out
+    why = blocked_reason(launch)
+    escalate = getattr(ctx.sandbox, "escalate", None)
+    refused = (await escalate(command["command"], f"{ctx.task_id}.verify", why, ctx.signal) if escalate is not None
+               else "nobody can be asked to run it outside the sandbox")
+    if refused is not None:
+        await asyncio.to_thread(_append, log, f"\npisces: the sandbox blocked this command ({launch.describe()}); "
+                                              f"it was not run outside the sandbox: {refused}\n")
+        return code, timed_out
+    await asyncio.to_thread(_append, log, "\npisces: approved to run outside the sandbox; run again:\n")
+    return await _spawn(command, ctx, log, None, append=True)
+
+
+async def _spawn(command: dict[str, Any], ctx: AttemptContext, log: str, launch: Any, *, append: bool
+                 ) -> tuple[int, bool]:
     shell, args = ctx.shell
-    out = await asyncio.to_thread(_open_log, log)
+    out = await asyncio.to_thread(_open_log, log, append)
     try:
+        env, extra = ctx.env, {}
+        if launch is not None:
+            env, extra = launch.env, launch.popen_kwargs()
         proc = await asyncio.create_subprocess_exec(
-            shell, *args, command["command"], cwd=ctx.cwd, env=ctx.env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=out, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+            shell, *args, command["command"], cwd=ctx.cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=out, stderr=asyncio.subprocess.STDOUT, start_new_session=True, **extra)
     except OSError as exc:
         out.write(f"cannot start {shell}: {exc}\n".encode())
         out.close()
         return 127, False
+    finally:
+        if launch is not None:
+            launch.close()
     out.close()  # the child holds its own copy
 
     def kill() -> None:
@@ -255,6 +295,20 @@ async def _run_command(command: dict[str, Any], ctx: AttemptContext, log: str) -
     return (128 - code if code < 0 else code), False
 
 
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(os.path.getsize(path) - 20000, 0))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _append(path: str, text: str) -> None:
+    with open(path, "ab") as f:
+        f.write(text.encode())
+
+
 REFUSED_EXIT_CODE = 126
 
 
@@ -265,9 +319,9 @@ def _refuse(log: str, why: str) -> tuple[int, bool]:
     return REFUSED_EXIT_CODE, False
 
 
-def _open_log(path: str) -> Any:
+def _open_log(path: str, append: bool = False) -> Any:
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    return open(path, "wb")
+    return open(path, "ab" if append else "wb")
 
 
 def _finish_log(path: str) -> str | None:
