@@ -1,16 +1,16 @@
 """Linux Landlock through ``ctypes``: confine a child process's file-system writes to a set of directories
 and, optionally, forbid its TCP connections and binds, before it ``exec``s.
 
-NOT YET WIRED into the bash tool, verification, subagents or extensions: this module is the kernel-facing
-part of the OS sandbox, tested against the kernel on its own (tests/core/sandbox/test_landlock.py). Until it
-is wired in, no command pisces runs is confined by it (docs/security.md#confinement).
+The kernel-facing part of the OS sandbox; ``launch.py`` applies it to the commands pisces runs for the model
+(docs/security.md#the-os-sandbox).
 
 ``Ruleset.build(writable, network=False)`` creates the ruleset in the parent (reading is allowed everywhere,
 writing, creating, removing and truncating only beneath ``writable`` and on a few character devices such as
 ``/dev/null``; with ``network=False``, every TCP ``connect`` and ``bind`` is refused: Landlock ABI 4 and
 later; UDP and Unix sockets are not covered by Landlock). ``ruleset.preexec`` is a function for
 ``subprocess``'s ``preexec_fn``: in the child it sets ``no_new_privs`` and restricts itself with two system
-calls, and the ruleset's descriptor must be passed to the child (``pass_fds=(ruleset.fd,)``).
+calls. The descriptor need not be passed (``pass_fds``): ``subprocess`` runs ``preexec_fn`` before it closes
+the inherited descriptors, so the confined program never holds the ruleset.
 ``available()`` is the kernel's Landlock ABI version, 0 when there is none (kernel too old, Landlock not
 enabled at boot, not Linux).
 """

@@ -2,7 +2,7 @@
 
 ``Sandbox`` belongs to a session. ``prepare(workspace, env)`` returns a ``Launch`` (or None when the policy is
 ``off`` or the kernel cannot confine): ``popen_kwargs()`` go to ``subprocess``/``asyncio`` (``preexec_fn``
-applies the Landlock ruleset in the child before ``exec``, ``pass_fds`` hands it the ruleset), ``env`` points
+applies the Landlock ruleset in the child before ``exec``; the command does not inherit its descriptor), ``env`` points
 ``TMPDIR``/``TMP``/``TEMP`` at the session's private temp dir, and ``close()`` (right after the spawn) closes
 the parent's copy of the ruleset. The child cannot run unconfined by mistake: when the ruleset cannot be
 applied the spawn fails.
@@ -47,7 +47,9 @@ class Launch:
         self.writable = writable
 
     def popen_kwargs(self) -> dict[str, Any]:
-        return {"preexec_fn": self.ruleset.preexec, "pass_fds": (self.ruleset.fd,)}
+        # no pass_fds: the child applies the ruleset before subprocess closes the inherited descriptors, so the
+        # command itself never holds it
+        return {"preexec_fn": self.ruleset.preexec}
 
     def close(self) -> None:
         self.ruleset.close()
