@@ -241,7 +241,7 @@ class SessionApproval:
 
         args = {"command": command}
         try:
-            ident, ident_redacted = identity("bash", "exec", args, "shell")
+            ident, ident_redacted = identity("bash", "exec", args, "command")
         except IdentityTooLarge as exc:
             return f"the command is too large to show for approval ({exc})"
         shown, input_redacted, truncated = redact_input(args)
