@@ -76,7 +76,8 @@ def main() -> None:
     args = ap.parse_args()
     a, b = measure(args.reps)
     out = {"landlock_abi": landlock.available(), "reps": args.reps,
-           "sandboxed_ms_median": round(statistics.median(a), 2), "unsandboxed_ms_median": round(statistics.median(b), 2),
+           "sandboxed_ms_median": round(statistics.median(a), 2),
+           "unsandboxed_ms_median": round(statistics.median(b), 2),
            "overhead_ms_median": round(statistics.median(a) - statistics.median(b), 2)}
     print(json.dumps(out, indent=2))
 

@@ -79,6 +79,7 @@ class Sandbox:
         self._start = self._from_settings() if parent is None else None
         self._temp: str | None = None
         self._warned: set[str] = set()
+        self.extra_roots: list[str] = []  # writable beside the policy's (a worktree's git directories)
 
     # -- the policy ---------------------------------------------------------------------------------
     def _from_settings(self) -> SandboxPolicy:
@@ -106,12 +107,15 @@ class Sandbox:
         self.command_mode = check_mode(mode) if mode is not None else None
         return self.state()
 
-    def child(self) -> Sandbox:
+    def child(self, worktree: str | None = None) -> Sandbox:
         """The sandbox of a subagent or of verification: the same settings and temp dir, confined by default,
-        the same escalation (the same person is asked)."""
+        the same escalation (the same person is asked). For a git ``worktree``, its own git directory and the
+        repository's object store are writable too (``git add``/``commit`` in a detached worktree write there);
+        the repository's refs, configuration, hooks and working tree are not."""
         kid = Sandbox(self.settings, self.cli_mode, people_approve=self.people_approve, parent=self)
         kid.escalate = self.escalate
         kid._temp = self.temp_dir()
+        kid.extra_roots = worktree_git_dirs(worktree) if worktree else []
         return kid
 
     # -- the kernel ----------------------------------------------------------------------------------
@@ -151,7 +155,7 @@ class Sandbox:
         from pisces.core.sandbox import landlock  # noqa: PLC0415 - ctypes loads with the first confined command
 
         temp = self.temp_dir()
-        writable = policy.writable(workspace, temp)
+        writable = policy.writable(workspace, temp) + [r for r in self.extra_roots if os.path.isdir(r)]
         ruleset = landlock.Ruleset.build(writable, network=network)
         child_env = dict(os.environ if env is None else env)
         for key in ("TMPDIR", "TMP", "TEMP"):
@@ -175,6 +179,25 @@ class Sandbox:
         out["landlockAbi"] = abi
         out["enforced"] = policy.confines and abi > 0
         return out
+
+
+def worktree_git_dirs(worktree: str) -> list[str]:
+    """The git directory of a linked worktree (``.git`` is a file naming it) and its repository's object
+    store; [] when ``worktree`` is not a linked worktree."""
+    try:
+        with open(os.path.join(worktree, ".git"), encoding="utf-8") as f:
+            line = f.read(4096).strip()
+    except OSError:
+        return []
+    if not line.startswith("gitdir:"):
+        return []
+    gitdir = os.path.normpath(os.path.join(worktree, line[len("gitdir:"):].strip()))
+    try:
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as f:
+            common = os.path.normpath(os.path.join(gitdir, f.read(4096).strip()))
+    except OSError:
+        return [gitdir]
+    return [gitdir, os.path.join(common, "objects")]
 
 
 def blocked_by_sandbox(output: str, exit_code: int | None) -> bool:

@@ -176,7 +176,7 @@ async def _build_child(run: SubagentRun, host: TaskHost, outside: list[dict[str,
         else "off"
     backends = host.backends if run.worktree is None else None  # a worktree is local, whoever serves the session
     # a subagent's commands are confined to its own workspace (its worktree, else the parent's cwd) by default
-    sandbox = host.sandbox.child() if host.sandbox is not None and backends is None else None
+    sandbox = host.sandbox.child(run.worktree) if host.sandbox is not None and backends is None else None
     base_tools = create_tools(run.cwd, shell_path=settings.shell_path, command_prefix=settings.shell_command_prefix,
                               backends=backends, sandbox=sandbox)
     names = list(run.agent.tools) if run.agent.tools is not None else list(ALL_TOOL_NAMES)

@@ -178,7 +178,7 @@ async def _verify(batch: Batch, item: TaskItem, directory: str, result: dict[str
     ctx = verify.AttemptContext(cwd=directory, artifacts_dir=batch.artifacts_dir, task_id=item.id, emit=batch.emit,
                                 shell=batch.shell, env=batch.shell_env, signal=batch.signal,
                                 check=_command_gate(batch),
-                                sandbox=batch.host.sandbox.child() if batch.host.sandbox is not None else None)
+                                sandbox=batch.host.sandbox.child(directory) if batch.host.sandbox is not None else None)
     first = await verify.run_attempt(resolved, ctx, 1)
     if first["status"] == "passed":
         result["verification"] = resolved.result("passed", [first], 0)
