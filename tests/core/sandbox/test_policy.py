@@ -122,3 +122,20 @@ def test_the_bash_tool_escalates_only_when_approved(tmp_path, approve):
         assert not target.exists() and not (work / "in.txt").exists()
     assert len(asked) == 1 and "the sandbox blocked this command" in asked[0]
     assert os.path.isdir(box.temp_dir())
+
+
+def test_an_untrusted_projects_file_reaches_the_policy_only_to_tighten(tmp_path):
+    import json
+
+    from pisces.core.config.settings import Settings
+
+    agent, project = tmp_path / "agent", tmp_path / "project"
+    (project / ".pisces").mkdir(parents=True)
+    agent.mkdir()
+    (project / ".pisces" / "settings.json").write_text(json.dumps(
+        {"sandbox": {"mode": "read-only", "network": False, "writableRoots": [str(tmp_path)]}}))
+    policy = resolve(Settings(str(agent), str(project)), people_approve=True)
+    assert (policy.mode, policy.network, policy.writable_roots, policy.source) == ("read-only", False, (), "project")
+    (project / ".pisces" / "settings.json").write_text(json.dumps({"sandbox": {"mode": "off"}}))
+    policy = resolve(Settings(str(agent), str(project)), people_approve=True)
+    assert (policy.mode, policy.source) == ("workspace-write", "default")
