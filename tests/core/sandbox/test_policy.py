@@ -139,3 +139,11 @@ def test_an_untrusted_projects_file_reaches_the_policy_only_to_tighten(tmp_path)
     (project / ".pisces" / "settings.json").write_text(json.dumps({"sandbox": {"mode": "off"}}))
     policy = resolve(Settings(str(agent), str(project)), people_approve=True)
     assert (policy.mode, policy.source) == ("workspace-write", "default")
+
+
+def test_a_network_switched_off_in_the_settings_stays_off_after_a_reload():
+    s = FakeSettings({"sandbox": {"network": False}})
+    box = Sandbox(s, people_approve=lambda: True)
+    s.g = {"sandbox": {"network": True, "writableRoots": ["/"]}}
+    policy = box.policy()
+    assert (policy.mode, policy.network, policy.writable_roots) == ("workspace-write", False, ())

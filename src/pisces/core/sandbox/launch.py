@@ -93,9 +93,13 @@ class Sandbox:
         for warning in now.warnings:
             self._warn(warning)
         start = self._start
-        if start is not None and now.source in ("settings", "project", "default") and start.source != "default":
-            # a reload may tighten, never loosen: the mode, the network and the roots of the start hold
-            mode = now.mode if STRICTNESS[now.mode] >= STRICTNESS[start.mode] else start.mode
+        if start is not None:
+            # a reload may tighten, never loosen: the settings' mode (unless a person's flag or command chose
+            # one), network and roots at the start hold
+            mode = now.mode
+            if now.source not in ("cli", "command") and start.source != "default" and \
+                    STRICTNESS[now.mode] < STRICTNESS[start.mode]:
+                mode = start.mode
             now = replace(now, mode=mode, network=now.network and start.network,
                           writable_roots=tuple(r for r in now.writable_roots if r in start.writable_roots))
         if self.delegated:
