@@ -104,24 +104,26 @@ def test_pi_clients_keep_pi_behaviour_while_the_subagent_is_confined_all_the_sam
     assert (state["mode"], state["modeSource"]) == ("read-only", "cli")
 
 
-def _print_run(home, command: str, *flags: str) -> dict:
+def _print_run(home, command: str, *flags: str) -> tuple[dict, str]:
     from e2eproc import PISCES
 
     script = home.faux_script([bash(command, "c"), {"text": "done"}], name="p.json")
     out = subprocess.run([*PISCES, "--faux-script", script, "--mode", "json", *flags, "go"], env=home.env(),
                          cwd=home.cwd, capture_output=True, text=True, timeout=HANG)
     assert out.returncode == 0, out.stderr
-    return next(e for e in map(json.loads, out.stdout.splitlines()) if e.get("type") == "tool_execution_end")
+    return next(e for e in map(json.loads, out.stdout.splitlines()) if e.get("type") == "tool_execution_end"), \
+        out.stderr
 
 
 def test_print_mode_is_unconfined_by_default_and_reports_the_sandbox_when_asked_for(home):
     target = os.path.join(home.root, "outside.txt")
-    end = _print_run(home, f"echo a > {target}")
+    end, _ = _print_run(home, f"echo a > {target}")
     assert end["isError"] is False and open(target).read() == "a\n"  # pi's behaviour
     os.unlink(target)
-    end = _print_run(home, f"echo a > {target}", "--sandbox", "workspace-write")
+    end, stderr = _print_run(home, f"echo a > {target}", "--sandbox", "workspace-write")
     assert end["isError"] is True and not os.path.exists(target)
     assert "The sandbox blocked this command" in text_of(end) and "has no one to ask" in text_of(end)
+    assert "the sandbox blocked this command" in stderr and "sandbox.writableRoots" in stderr
 
 
 def test_network_off_refuses_a_connection_to_a_127_0_0_1_server(home, spawn):
