@@ -4,7 +4,8 @@ one attempt of running them in the task's worktree.
 Each command runs through the user's shell in its own process group, with its combined output going straight
 to ``<artifacts>/<id>.verify.a<attempt>-<n>-<name>.log`` (removed again when the command printed nothing). A
 command past its ``timeoutMs`` has its whole process group killed and counts as exit code 124; an abort kills
-it the same way.
+it the same way. Each command is confined by the session's OS sandbox (``AttemptContext.sandbox``) to the worktree
+and a private temp dir; one the sandbox blocked is offered to the person to run outside (docs/approval.md).
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 Updates: first ``{content: []}`` (no details), then at most one snapshot per 100 ms with
 ``details: {truncation?, fullOutputPath?}``. The result is the output (or ``(no output)``) plus a notice
-when it was truncated; a non-zero exit, an abort and a timeout are error results with pi's texts.
+when it was truncated; a non-zero exit, an abort and a timeout are error results with pi's texts. With a
+``sandbox`` the local command is confined (docs/security.md#the-os-sandbox); when the sandbox blocked it, the
+person is asked through the sandbox's ``escalate`` and, approved, the command runs again unconfined.
 """
 
 from __future__ import annotations
