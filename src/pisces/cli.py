@@ -14,6 +14,7 @@ THINKING_CHOICES = ("off", "minimal", "low", "medium", "high", "xhigh")
 MODES = ("text", "json", "rpc", "acp", "web")
 STREAM_PROFILES = ("full", "lean", "deltas")  # pisces.modes.host.encoding.PROFILES, without importing it
 APPROVAL_MODES = ("yolo", "write", "always-ask")  # pisces.core.approval.MODES, without importing it
+SANDBOX_MODES = ("read-only", "workspace-write", "off")  # pisces.core.sandbox.policy.MODES, without importing it
 
 # Flags pisces accepts for pi's wrappers but does not act on (yet): dest -> why. A mode prints one line about
 # the ones given. Features built later remove their entry here.
@@ -128,6 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "edits; commands ask), always-ask (only reads); known-dangerous commands always ask")
     p.add_argument("--yolo", dest="approval_mode", action="store_const", const="yolo",
                    help="the same as --approval-mode yolo")
+    p.add_argument("--sandbox", dest="sandbox_mode", type=_choice(SANDBOX_MODES, "--sandbox"),
+                   help="the OS sandbox of the commands run for the model (docs/security.md#the-os-sandbox): "
+                        "workspace-write (writes only in the working directory and a private temp dir), read-only, "
+                        "or off; the default is workspace-write where a person approves (typed RPC clients, ACP, "
+                        "web) and off for pi's clients and -p")
     _add_web_flags(p)
     return p
 

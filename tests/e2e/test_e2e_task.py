@@ -234,7 +234,8 @@ def test_branch_mode_commits_to_a_task_branch_and_merges_it(home, spawn):
 
 def test_abort_mid_task_stops_the_subagent_and_leaves_no_worktree(home, spawn):
     repo = make_repo(home.cwd)
-    settings(home, ISOLATED)
+    # the subagent's command is sandboxed: the test's directory is made writable for its pid file
+    home.write_json("settings.json", {"task": ISOLATED, "sandbox": {"writableRoots": [home.root]}})
     pid_file = os.path.join(home.root, "sleeper.pid")
     p = start(spawn, home, "--no-session", "--faux-script", script(home, [
         call_task({"agent": "task", "isolated": True, "tasks": [

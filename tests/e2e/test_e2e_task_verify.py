@@ -212,7 +212,9 @@ def test_each_on_failure_policy(home, spawn):
 
 def test_a_verification_command_past_its_timeout_is_killed_with_its_group(home, spawn):
     repo = make_repo(home.cwd)
-    settings(home, {"isolation": {"mode": "worktree"}})
+    # verification is sandboxed: the test's directory is made writable for its pid file
+    home.write_json("settings.json", {"task": {"isolation": {"mode": "worktree"}},
+                                      "sandbox": {"writableRoots": [home.root]}})
     pid_file = os.path.join(home.root, "bg.pid")
     slow = {"name": "slow", "timeoutMs": 300,
             "command": f"sleep 60 & echo $! > {pid_file}; echo waiting; wait"}

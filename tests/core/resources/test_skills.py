@@ -98,3 +98,12 @@ def test_a_skill_file_that_is_too_large_or_not_regular_is_skipped(tmp_path, monk
     os.mkfifo(agent / "skills" / "fifo" / "SKILL.md")  # opened, it would block the loader forever
     skills = load_skills(str(tmp_path), agent_dir=str(agent))
     assert [s.name for s in skills] == ["fine"]
+
+
+def test_skills_of_a_parent_directory_are_not_read_outside_a_repository(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    skill(tmp_path / ".agents" / "skills", "planted")  # a shared parent, no repository anywhere
+    cwd = tmp_path / "work"
+    skill(cwd / ".agents" / "skills", "own")
+    names = {s.name for s in load_skills(str(cwd), agent_dir=str(tmp_path / "agent"))}
+    assert "own" in names and "planted" not in names

@@ -23,12 +23,14 @@ def tree(tmp_path):
     agent.mkdir()
     cwd = tmp_path / "repo" / "pkg" / "sub"
     cwd.mkdir(parents=True)
+    (tmp_path / "repo" / ".git").mkdir()  # repo is the project root: discovery goes no higher
     return str(tmp_path), str(agent), str(cwd)
 
 
 # -- context files ---------------------------------------------------------------------------------
 def test_context_files_global_then_root_to_cwd(tree):
     root, agent, cwd = tree
+    put(f"{root}/AGENTS.md", "planted in a shared parent")
     put(f"{agent}/AGENTS.md", "global rules")
     put(f"{root}/repo/CLAUDE.md", "repo rules")
     put(f"{root}/repo/pkg/AGENTS.md", "pkg rules")
@@ -40,6 +42,14 @@ def test_context_files_global_then_root_to_cwd(tree):
         (f"{root}/repo/pkg/AGENTS.md", "pkg rules"),
         (f"{cwd}/AGENTS.md", "sub rules"),
     ]
+
+
+def test_context_files_outside_a_repository_are_read_from_cwd_only(tree):
+    root, agent, cwd = tree
+    os.rmdir(f"{root}/repo/.git")
+    put(f"{root}/repo/AGENTS.md", "a parent that is no project root")
+    put(f"{cwd}/AGENTS.md", "sub rules")
+    assert load_context_files(cwd, agent) == [(f"{cwd}/AGENTS.md", "sub rules")]
 
 
 def test_agents_md_preferred_over_claude_md(tree):

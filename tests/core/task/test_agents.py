@@ -73,6 +73,7 @@ def test_discovery_precedence_and_trust(tmp_path, monkeypatch):
     project = str(tmp_path / "proj")
     cwd = os.path.join(project, "src", "deep")
     os.makedirs(cwd)
+    os.makedirs(os.path.join(project, ".git"))  # the project root: discovery walks up to it
     write(os.path.join(agent_dir, "agents", "explore.md"), agent_md("explore", "user explore"))
     write(os.path.join(agent_dir, "agents", "mine.md"), agent_md("mine", "user only"))
     write(str(home / ".pi" / "agent" / "agents" / "mine.md"), agent_md("mine", "pi user, shadowed"))
@@ -109,3 +110,42 @@ def test_trust_comes_from_the_shared_trust_module(tmp_path):
     assert agents.is_project_trusted(project, agent_dir) is False
     trust_project(project, agent_dir)
     assert agents.is_project_trusted(project, agent_dir) is True
+
+
+def test_discovery_stops_at_the_project_root(tmp_path, monkeypatch):
+    """A ``task.md`` planted in a shared parent (the system temp directory) replaces no project's agent."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    agent_dir = str(home / ".pisces" / "agent")
+    shared = tmp_path / "shared"
+    for family in (".claude", ".pi", ".pisces"):
+        write(str(shared / family / "agents" / "task.md"), agent_md("task", f"planted {family}"))
+    repo = shared / "repo"
+    os.makedirs(repo / ".git")
+    cwd = repo / "sub"
+    os.makedirs(cwd)
+    plain = shared / "plain"  # no repository: the root is the working directory itself
+    os.makedirs(plain)
+    for where in (str(cwd), str(repo), str(plain)):
+        found = {a.name: a for a in discover_agents(where, agent_dir, project_trusted=True).agents}
+        assert found["task"].source == "bundled", where
+    write(str(repo / ".claude" / "agents" / "task.md"), agent_md("task", "the repository's own"))
+    found = {a.name: a for a in discover_agents(str(cwd), agent_dir, project_trusted=True).agents}
+    assert found["task"].description == "the repository's own"
+
+
+def test_a_world_writable_parent_is_never_the_project_root(tmp_path, monkeypatch):
+    """Planting ``.git`` next to ``.claude/agents`` in a shared directory (mode 1777, like /tmp) does not make
+    it the root of the projects below."""
+    from pisces.core.config.paths import project_root
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    shared = tmp_path / "shared"
+    os.makedirs(shared / ".git")
+    write(str(shared / ".claude" / "agents" / "task.md"), agent_md("task", "planted"))
+    os.chmod(shared, 0o1777)
+    cwd = shared / "proj"
+    os.makedirs(cwd)
+    assert project_root(str(cwd)) == str(cwd)
+    found = {a.name: a for a in discover_agents(str(cwd), str(tmp_path / "agent"), project_trusted=True).agents}
+    assert found["task"].source == "bundled"

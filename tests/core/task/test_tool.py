@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 from task_util import call_task, git, subagent_events, submit, task_end, worktrees
@@ -320,7 +321,8 @@ async def test_abort_during_verification_kills_the_command_and_cleans_up(session
 
     task_settings({"isolation": {"mode": "worktree"}})
     s = session()
-    pid_file = tmp_path / "check.pid"
+    # verification is confined to the worktree and the session's private temp dir: the pid goes there
+    pid_file = Path(s.sandbox.temp_dir()) / "check.pid" if s.sandbox is not None else tmp_path / "check.pid"
     started = asyncio.Event()
     s.subscribe(lambda e: started.set() if isinstance(e, dict)
                 and e.get("type") == "subagent_verification_command_start" else None)

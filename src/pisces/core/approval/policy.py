@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from pisces.core.approval import redact, shell
+from pisces.core.approval import effects, redact, shell
 from pisces.core.approval import rules as R
 from pisces.core.approval.types import MODE_PASSES, MODES, TIERS, ApprovalRequest, Decision
 
@@ -88,14 +88,16 @@ class ApprovalPolicy:
             verdict = R.stricter(verdict, R.first_match(rules, view))
         return verdict
 
-    def decide(self, tool_name: str, tier: str, args: dict[str, Any], mode: str) -> tuple[Decision, R.CallView]:
-        """The decision for one call (and the view of the call it was made from)."""
+    def decide(self, tool_name: str, tier: str, args: dict[str, Any], mode: str,
+               crossed: str | None = None) -> tuple[Decision, R.CallView]:
+        """The decision for one call (and the view of the call it was made from). ``crossed``: why a write
+        left the workspace boundary (``boundary.judge``; the tier is then ``exec``)."""
 
         view = R.CallView(tool_name, args, self.cwd)
         rule = self.matching_rule(view) if self.has_rules else None
         if rule is not None and rule["approval"] == "deny":
             return Decision("deny", message=_denied_by(rule), rule=rule), view
-        danger = shell.danger(view.raw or "") if view.kind == "command" else None
+        danger = (shell.danger(view.raw or "") or effects.effect(view.raw or "")) if view.kind == "command" else None
         if danger is not None:
             return Decision("ask", why=f"known-dangerous command: {danger}; it always needs approval",
                             dangerous=danger, rule=rule, scopes=("once",)), view
@@ -107,6 +109,10 @@ class ApprovalPolicy:
         if tier in MODE_PASSES.get(mode, MODE_PASSES["always-ask"]):
             return Decision("allow"), view
         why = f"the approval mode is {mode}, and {tool_name} is {'an' if tier == 'exec' else 'a'} {tier} tool"
+        if crossed is not None and view.kind == "command":
+            why = f"{crossed}: not the delegated work, so it asks"
+        elif crossed is not None:
+            why = f"{crossed}: a write there is judged as a command, and the approval mode is {mode}"
         return Decision("ask", why=why, scopes=self._scopes(view, None)), view
 
     def _scopes(self, view: R.CallView, rule: dict[str, Any] | None) -> tuple[str, ...]:

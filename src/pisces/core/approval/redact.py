@@ -9,7 +9,12 @@ Redaction, for every string the request carries:
   ``xox?-…``, ``AKIA…``, ``AIza…``, ``glpat-…``, JWTs, …), ``Authorization:``/``Cookie:``/``X-Api-Key:``
   header values, ``Bearer``/``Basic`` credentials, the password of ``scheme://user:password@host``, and the
   value of ``NAME=value``, ``NAME: value`` and ``--name value`` where the name contains token, secret,
-  password, passwd, api key, access key, private key or credential.
+  password, passwd, api key, access key, private key, account key or credential;
+* the password options of common command-line tools: ``curl``/``http``/``xh`` ``-u``/``--user``/
+  ``--proxy-user``/``-a user:PASSWORD``, ``mysql``/``mariadb``/``mysqldump`` ``-pPASSWORD``, ``sshpass -p``,
+  ``redis-cli -a``/``--pass``/``AUTH``, ``scheme://:PASSWORD@``, ``aws configure set <secret/token/key> V``,
+  ``az``/``docker``/``podman``/``helm``/``mongosh`` ``-p V``, ``gcloud --password``/``--access-token``,
+  ``sqlcmd -P``, ``ldapsearch -w``, ``smbclient -U user%PASSWORD``, ``openssl -pass pass:V``.
 The redacted places are reported as dotted paths (``input.api_key``, ``identity.command``).
 
 Bounds: the identity (command, path, content, edits) is never shortened; one larger than
@@ -35,7 +40,11 @@ _SECRET_WORDS = ("authorization", "cookie", "credential", "password", "passwd", 
                  "apikey", "privatekey", "accesskey", "sessionkey")
 _ENV_KEYS = ("env", "environment")
 _NAME = (r"[A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|passphrase|api[_-]?key|access[_-]?key|private[_-]?key|"
-         r"credential)[A-Za-z0-9_.-]*")
+         r"account[_-]?key|credential|mysql_pwd|rediscli_auth)[A-Za-z0-9_.-]*")
+# a command-line value: quoted, or a run of characters up to a space, a quote or a shell control character
+_ARG = r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"';&|)]+)"
+# the rest of one simple command after a program's name (no newline, ;, & or |)
+_REST = r"\b[^\n;&|]*?\s"
 _VALUE = r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&|)]+)"
 _compiled: list[tuple[Any, Any]] | None = None
 
@@ -75,6 +84,26 @@ def _patterns() -> list[tuple[Any, Any]]:
             (r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@\"']+:)([^\s@/\"']+)(@)", keep(1, 0, 3)),
             (r"(?i)(" + _NAME + r")(\s*[=:]\s*)" + _VALUE, keep(1, 2, 0)),
             (r"(?i)(--?" + _NAME + r")(\s+)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'-][^\s\"']*)", keep(1, 2, 0)),
+            # programs whose password is an option's value (see the module's docstring)
+            (r"(\b(?:curl|http|https|xh|ab)" + _REST + r"(?:-u|--user|--proxy-user|-U|-a|--auth|-A)(?:\s+|=)?[\"']?"
+             r"[^\s:\"']*:)([^\s\"']+)", keep(1, 0)),
+            (r"(\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlsh|mariadb|mariadb-dump)"
+             + _REST + r"-p)" + _ARG, keep(1, 0)),
+            (r"(\bsshpass" + _REST + r"-p\s*)" + _ARG, keep(1, 0)),
+            (r"(?i)(\bredis-cli" + _REST + r"(?:-a|--pass)\s+)" + _ARG, keep(1, 0)),
+            (r"(?i)(\bredis-cli" + _REST + r"auth\s+)" + _ARG, keep(1, 0)),
+            (r"(\b(?:az|docker|podman|helm|buildah|skopeo|oras|mongo|mongosh|mongodump|mongorestore|mongoimport|"
+             r"mongoexport|nmcli|htpasswd -b \S+ \S+)" + _REST + r"-p(?:\s+|=))" + _ARG, keep(1, 0)),
+            (r"(\b(?:sqlcmd|bcp|isql|osql)" + _REST + r"-P\s*)" + _ARG, keep(1, 0)),
+            (r"(\bldap[a-z]*" + _REST + r"-w\s+)" + _ARG, keep(1, 0)),
+            (r"(\b(?:smbclient|rpcclient|smbmap|smbget|net)" + _REST + r"-U\s*[^\s%]+%)" + _ARG, keep(1, 0)),
+            (r"(?i)(\b(?:config|configure)\s+(?:set\s+)?(?:--?\S+\s+)*\S*(?:secret|token|passw(?:or)?d|auth|"
+             r"(?:access|api|private|account)[_-]?key)\S*\s+)" + _ARG, keep(1, 0)),
+            (r"(\b(?:echo|printf)\s+)" + _ARG + r"(\s*\|\s*[^\n;&|]*--password-stdin)", keep(1, 0, 3)),
+            (r"(?i)(\bgcloud" + _REST + r"--(?:password|access-token|client-secret|secret)(?:\s+|=))" + _ARG,
+             keep(1, 0)),
+            (r"(\s-(?:pass(?:in|out)?|passwd|k)\s+(?:pass|env):)" + _ARG, keep(1, 0)),
+            (r"(?i)(\b[a-z][a-z0-9+.-]*://:)([^\s@/\"']+)(@)", keep(1, 0, 3)),
         ]
         _compiled = [(re2.compile(p, opts), repl) for p, repl in table]
     return _compiled

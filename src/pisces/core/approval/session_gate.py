@@ -19,6 +19,7 @@ clients, print mode), so that pisces stays a drop-in for pi. Known-dangerous com
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from typing import Any, Callable
@@ -85,6 +86,19 @@ class SessionApproval:
         self._asked = 0
         self._policy: Any = None
         self._policy_key: Any = None
+        # The settings' modes when the session started: a reload may make the mode stricter, never looser
+        # (loosening takes a person's action: set_approval_mode, a flag, save_mode).
+        start = self._sections()
+        self._start_modes = self._setting_modes(start)
+        # the allow rules in force at the start, and those a person added since (add_approval_rule, "always"):
+        # an allow rule that appears in a settings file later does not take effect before the next start
+        self._start_rules = json.dumps([start[0].get("approvalRules"), start[1].get("approvalRules")])
+        self._added_allows: set[str] = set()
+        self._warned_allows: set[str] = set()
+
+    @staticmethod
+    def _setting_modes(sections: tuple[dict[str, Any], dict[str, Any]]) -> tuple[Any, Any]:
+        return sections[0].get("approvalMode"), sections[1].get("approvalMode")
 
     # -- wiring ----------------------------------------------------------------------------------
     def set_approver(self, approver: Any) -> None:
@@ -120,11 +134,31 @@ class SessionApproval:
         if self._policy is None or key != self._policy_key:
             from pisces.core.approval.policy import ApprovalPolicy, read_rules  # noqa: PLC0415 - not needed at start-up
 
-            self._policy = ApprovalPolicy(read_rules(g, self.settings.global_path),
-                                          read_rules(p, self.settings.project_path), project_trusted=trusted,
-                                          cwd=self.cwd)
+            self._policy = ApprovalPolicy(self._known(read_rules(g, self.settings.global_path)),
+                                          self._known(read_rules(p, self.settings.project_path)),
+                                          project_trusted=trusted, cwd=self.cwd)
             self._policy_key = key
         return self._policy
+
+    def _known(self, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``rules`` without the allow rules that appeared in a file after the session started (a reload never
+        loosens what asks); each left out is reported once on stderr."""
+        from pisces.core.approval.policy import read_rules  # noqa: PLC0415 - not needed at start-up
+
+        start: set[Any] = set()
+        for raw in json.loads(self._start_rules):
+            start.update(_canon(r) for r in read_rules(raw, "", warn=lambda _t: None))
+        out = []
+        for rule in rules:
+            key = _canon(rule)
+            if rule["approval"] != "allow" or key in start or key in self._added_allows:
+                out.append(rule)
+            elif key not in self._warned_allows:
+                self._warned_allows.add(key)
+                sys.stderr.write(f"pisces: ignoring the allow rule {key} until the next start: it appeared in the "
+                                 "settings after this session started (add it with add_approval_rule to use it "
+                                 "now)\n")
+        return out
 
     def mode(self, sections: tuple[dict[str, Any], dict[str, Any]] | None = None) -> tuple[str, str]:
         """(the mode in force, where it comes from: command, cli, project, settings or default)."""
@@ -132,8 +166,12 @@ class SessionApproval:
             return self.command_mode, "command"
         if self.cli_mode is not None:
             return self.cli_mode, "cli"
-        g_section, p_section = sections or self._sections()
-        g, p = g_section.get("approvalMode"), p_section.get("approvalMode")
+        now = self._from_settings(self._setting_modes(sections or self._sections()))
+        start = self._from_settings(self._start_modes)
+        return start if T.MODE_STRICTNESS[start[0]] > T.MODE_STRICTNESS[now[0]] else now
+
+    def _from_settings(self, modes: tuple[Any, Any]) -> tuple[str, str]:
+        g, p = modes
         if g in T.MODES:
             base, source = g, "settings"
         else:
@@ -155,27 +193,114 @@ class SessionApproval:
         return "allow" if self.settings.get("tools.approvalFallback") == "allow" else "deny"
 
     # -- the gate ------------------------------------------------------------------------------------
-    def gate_subagent(self, agent: Any) -> None:
+    def gate_subagent(self, agent: Any, workspace: str | None = None,
+                      outside: list[dict[str, str]] | None = None) -> None:
         """A subagent's tool calls pass this session's gate as ``yolo``: approving the ``task`` call approved
         the work it delegates, but deny and prompt rules and known-dangerous commands still hold, and ask the
-        same person."""
+        same person. A write that leaves the subagent's ``workspace`` (its worktree, or the parent's working
+        directory) or lands on a protected path is not delegated work: it asks (is refused where nobody can be
+        asked), whatever the mode. ``outside`` receives ``{tool, path}`` (the resolved path) of each such write
+        that was approved and succeeded, for the task's result."""
+        from pisces.core.approval.boundary import resolved_path  # noqa: PLC0415 - not needed at start-up
 
-        install(agent).add(APPROVAL_RANK, before=lambda info: self.before_tool_call(info, mode="yolo"))
+        where = workspace or self.cwd
+        crossed: set[str] = set()
 
-    async def before_tool_call(self, info: Any, mode: str | None = None) -> GateDecision | None:
+        async def before(info: Any) -> GateDecision | None:
+            return await self.before_tool_call(info, mode="yolo", workspace=where, confined=True,
+                                               on_crossing=lambda: crossed.add(info.tool_call_id))
+
+        async def after(info: Any, result: Any, is_error: bool) -> None:
+            if info.tool_call_id in crossed:
+                crossed.discard(info.tool_call_id)
+                args = info.args if isinstance(info.args, dict) else {}
+                path = resolved_path(info.tool_name, args, where)
+                if not is_error and outside is not None and path is not None:
+                    outside.append({"tool": info.tool_name, "path": path})
+                elif not is_error and outside is not None and isinstance(args.get("command"), str):
+                    outside.append({"tool": info.tool_name, "command": args["command"]})
+            return None
+
+        install(agent).add(APPROVAL_RANK, before=before, after=after)
+
+    async def check_command(self, command: str, *, tool_call_id: str, signal: Any = None,
+                            trusted: bool = False) -> str | None:
+        """Approve a command pisces runs for a tool other than ``bash`` (a task's verification) exactly as a
+        ``bash`` call: deny rules, the known-dangerous check, and, unless ``trusted`` (it came from settings, not
+        from the model), the mode, the rules and the session grants of ``bash`` (a grant covers that exact
+        command, never another task's). Returns None to run it, else the sentence why not."""
+        info = _CommandCall(command, tool_call_id, signal)
+        decision = await self.before_tool_call(info, mode="yolo" if trusted else None)
+        return decision.reason if decision is not None and decision.block else None
+
+    async def escalate(self, command: str, tool_call_id: str, why: str, signal: Any = None) -> str | None:
+        """Ask the person whether to run ``command``, which the OS sandbox blocked, outside it (a ``bash``
+        approval request whose reason is ``why``; once only, never covered by a grant, a rule or a fallback:
+        only a person's yes runs it unconfined). None: approved; else the sentence why not."""
+        from pisces.core.approval.redact import IdentityTooLarge, identity, redact_input  # noqa: PLC0415 - not needed at start-up
+
+        args = {"command": command}
+        try:
+            ident, ident_redacted = identity("bash", "exec", args, "command")
+        except IdentityTooLarge as exc:
+            return f"the command is too large to show for approval ({exc})"
+        shown, input_redacted, truncated = redact_input(args)
+        request = T.ApprovalRequest(tool_call_id, "bash", "exec", ident, shown, detail=why, scopes=("once",),
+                                    redacted_fields=[*ident_redacted, *input_redacted], truncated_fields=truncated)
+        timeout = self.timeout_ms
+        self._asked += 1
+        key = f"{self._asked}"
+        self.pending[key] = {"toolCallId": tool_call_id, "toolName": "bash", "tier": "exec", "kind": "shell",
+                             "summary": _summary(request), "reason": why, "requestedAt": int(time.time() * 1000),
+                             "timeoutMs": timeout}
+        try:
+            answer = await self.current_approver().approve(request, timeout_ms=timeout, signal=signal)
+        finally:
+            self.pending.pop(key, None)
+        if answer.approved and answer.reason == "user":
+            return None
+        if answer.approved:
+            return "only a person can let a command out of the sandbox, and none answered"
+        return answer.message
+
+    async def before_tool_call(self, info: Any, mode: str | None = None, *, workspace: str | None = None,
+                               confined: bool = False, on_crossing: Callable[[], None] | None = None
+                               ) -> GateDecision | None:
+        from pisces.core.approval.boundary import judge  # noqa: PLC0415 - not needed at start-up
         from pisces.core.approval.policy import tier_of  # noqa: PLC0415 - not needed at start-up
         from pisces.core.approval.rules import primary  # noqa: PLC0415 - not needed at start-up
 
         args = info.args if isinstance(info.args, dict) else {}
         tier = tier_of(info.tool_name, info.tool, args)
+        where = workspace or self.cwd
+        crossed = None
+        if tier == "write":  # only writes have a boundary; resolving the path reads the file system
+            tier, crossed = await asyncio.to_thread(judge, info.tool_name, tier, args, where, where,
+                                                    getattr(self.settings, "agent_dir", None))
         sections = self._sections()  # one read of the settings for the mode and the rules
         if mode is None:
             mode, _ = self.mode(sections)
+        if confined and crossed is None and workspace is not None and workspace != self.cwd and \
+                primary(info.tool_name, args)[0] == "command":
+            from pisces.core.approval.boundary import command_reaches  # noqa: PLC0415 - not needed at start-up
+
+            reached = await asyncio.to_thread(command_reaches, args.get("command") or "", self.cwd, workspace)
+            if reached is not None:
+                crossed = f"the command names {reached}, in the user's tree outside this subagent's worktree"
+        if crossed is not None and confined and mode == "yolo":
+            mode = "write"  # a subagent's write out of its workspace is not delegated work: it asks
         policy = self.policy(sections)
         if not policy.has_rules and primary(info.tool_name, args)[0] != "command" and \
                 tier in T.MODE_PASSES[mode]:
             return None  # nothing to look at: no rule, no command, a tier the mode lets through
-        decision, view = await asyncio.to_thread(policy.decide, info.tool_name, tier, args, mode)
+        decision, view = await asyncio.to_thread(policy.decide, info.tool_name, tier, args, mode, crossed)
+        outcome = await self._decided(info, tier, args, decision, view)
+        if outcome is None and crossed is not None and on_crossing is not None:
+            on_crossing()
+        return outcome
+
+    async def _decided(self, info: Any, tier: str, args: dict[str, Any], decision: Any, view: Any
+                       ) -> GateDecision | None:
         if decision.action == "allow":
             return None
         if decision.action == "deny":
@@ -240,25 +365,34 @@ class SessionApproval:
         return self.state()
 
     def save_mode(self, mode: str | None) -> None:
-        """Write ``tools.approvalMode`` to the global settings (None removes it)."""
+        """Write ``tools.approvalMode`` to the global settings (None removes it): a person's command, so the
+        mode saved is the new starting point a reload is compared with."""
         self.settings.update_global(_KEY, "approvalMode", lambda _old: mode)
+        self._start_modes = (mode, self._start_modes[1])
 
     def list_rules(self) -> dict[str, Any]:
+        """The rules as the settings files hold them (``rulesNotInForce``: the allow rules among them that
+        appeared after the session started, which take effect at the next start)."""
+        from pisces.core.approval.policy import read_rules  # noqa: PLC0415 - not needed at start-up
+
         policy = self.policy()
-
-        def strip(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            return [{k: v for k, v in r.items() if k not in ("source", "index")} for r in rules]
-
-        applied = "none" if not policy.project_rules else "all" if policy.project_trusted else "stricter-only"
-        return {"rules": strip(policy.global_rules), "projectRules": strip(policy.project_rules),
-                "projectRulesApplied": applied,
-                "settingsPath": self.settings.global_path}
+        g_section, p_section = self._sections()
+        quiet = lambda _t: None  # noqa: E731 - the policy reported them already
+        g = read_rules(g_section.get("approvalRules"), self.settings.global_path, warn=quiet)
+        p = read_rules(p_section.get("approvalRules"), self.settings.project_path, warn=quiet)
+        in_force = {_canon(r) for r in policy.global_rules + policy.project_rules}
+        applied = "none" if not p else "all" if policy.project_trusted else "stricter-only"
+        return {"rules": g, "projectRules": p, "projectRulesApplied": applied,
+                "settingsPath": self.settings.global_path,
+                "rulesNotInForce": [r for r in g + p if _canon(r) not in in_force]}
 
     def add_rule(self, rule: Any, index: Any = None) -> dict[str, Any]:
         """Insert a rule into the global ``tools.approvalRules`` (at ``index``, default last)."""
         from pisces.core.approval.rules import check_rule  # noqa: PLC0415 - not needed at start-up
 
         checked = check_rule(rule)
+        self._added_allows.add(_canon(checked))
+        self._policy = None  # rebuilt with the rule known
 
         def change(current: Any) -> list[Any]:
             rules = list(current) if isinstance(current, list) else []
@@ -283,6 +417,22 @@ class SessionApproval:
 
         self.settings.update_global(_KEY, "approvalRules", change)
         return {**self.list_rules(), "removed": removed[0]}
+
+
+class _CommandCall:
+    """What the gate reads of a tool call, for a command run on behalf of another tool."""
+
+    tool_name = "bash"
+    tool = None
+
+    def __init__(self, command: str, tool_call_id: str, signal: Any) -> None:
+        self.args = {"command": command}
+        self.tool_call_id = tool_call_id
+        self.signal = signal
+
+
+def _canon(rule: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in rule.items() if k not in ("source", "index")}, sort_keys=True)
 
 
 def _index(value: Any, size: int) -> int:

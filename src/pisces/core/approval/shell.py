@@ -27,7 +27,24 @@ _SEPARATORS = frozenset(";&|\n\r()")
 _MAX_DEPTH = 6
 _KEYWORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "{", "}", "time", "coproc"})
 _WRAPPERS = frozenset({"sudo", "doas", "command", "builtin", "exec", "nohup", "env", "nice", "ionice", "stdbuf",
-                       "timeout", "xargs", "setsid", "chroot"})
+                       "timeout", "xargs", "setsid", "chroot", "runuser", "chrt", "taskset", "flock", "unbuffer",
+                       "caffeinate"})
+# the options of a wrapper that take a value (``sudo -u root``), and the positional words some wrappers take
+# before the command (``timeout 5``, ``chroot /srv``, ``taskset 0x1``)
+_WRAPPER_VALUE_OPTS = {
+    "sudo": frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user", "--group", "--host",
+                       "--prompt", "--chdir", "--close-from", "--role", "--type", "--other-user",
+                       "--command-timeout"}),
+    "doas": frozenset({"-u", "-C"}), "runuser": frozenset({"-u", "-g", "-G", "--user", "--group"}),
+    "env": frozenset({"-u", "-C", "--unset", "--chdir"}), "timeout": frozenset({"-s", "-k", "--signal",
+                                                                                "--kill-after"}),
+    "nice": frozenset({"-n", "--adjustment"}), "ionice": frozenset({"-c", "-n", "-p", "--class", "--classdata"}),
+    "xargs": frozenset({"-I", "-n", "-L", "-P", "-d", "-E", "-s", "-a", "--max-args", "--max-procs",
+                        "--delimiter", "--arg-file", "--max-lines", "--max-chars", "--eof"}),
+    "stdbuf": frozenset({"-i", "-o", "-e"}), "chrt": frozenset(), "taskset": frozenset(),
+    "flock": frozenset({"-w", "-E", "--timeout", "--conflict-exit-code"}),
+}
+_WRAPPER_POSITIONALS = {"timeout": 1, "chroot": 1, "taskset": 1, "chrt": 1, "flock": 1}
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish", "ash", "busybox"})
 _ROOTISH_DIRS = ("bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "opt", "proc", "root", "sbin", "srv",
                  "sys", "usr", "var", "Users", "System", "Library", "Applications")
@@ -187,11 +204,13 @@ def _strip_prefix(ws: list[str]) -> list[str]:
         if w in _KEYWORDS or _is_assignment(w):
             i += 1
         elif w.rsplit("/", 1)[-1] in _WRAPPERS:
+            name = w.rsplit("/", 1)[-1]
+            takes = _WRAPPER_VALUE_OPTS.get(name, frozenset())
             i += 1
             while i < len(ws) and (ws[i].startswith("-") or _is_assignment(ws[i])):
-                i += 1
-            if w.rsplit("/", 1)[-1] == "timeout" and i < len(ws) and ws[i][:1].isdigit():
-                i += 1  # timeout's duration
+                i += 2 if ws[i] in takes else 1
+            i += _WRAPPER_POSITIONALS.get(name, 0) if i < len(ws) and (
+                name != "timeout" or ws[i][:1].isdigit()) else 0  # timeout's duration, chroot's root, ...
         else:
             break
     return ws[i:]

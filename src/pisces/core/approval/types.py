@@ -144,6 +144,9 @@ def malformed(tool_name: str, problem: str) -> ApprovalAnswer:
 
 def nobody_to_ask(tool_name: str, why: str | None, where: str) -> ApprovalAnswer:
     hint = ("A known-dangerous command cannot be allowed without asking." if why and "dangerous" in why else
+            "Only a person can let a command out of the sandbox: add the directory to sandbox.writableRoots, turn "
+            "the sandbox off (--sandbox off; docs/security.md), or run it where someone can approve it (--mode rpc, "
+            "--mode acp)." if why and why.startswith("the sandbox blocked") else
             "Allow it with a looser --approval-mode, an allow rule in tools.approvalRules (docs/approval.md), or run "
             "it where someone can approve it (--mode rpc, --mode acp).")
     reason = f" ({why})" if why else ""

@@ -55,6 +55,9 @@ SAFE_PROJECT_SETTINGS: dict[str, Any] = {
     # approvals only stop work without trust: pisces.core.approval reads an untrusted project's mode and rules
     # stricter-only (its allow rules and a looser mode are ignored)
     "tools": frozenset({"approvalMode", "approvalRules"}),
+    # the OS sandbox likewise: pisces.core.sandbox.policy reads an untrusted project's mode and network
+    # stricter-only (a looser mode and network: true are ignored); writableRoots needs trust
+    "sandbox": frozenset({"mode", "network"}),
 }
 
 _run_override: bool | None = None

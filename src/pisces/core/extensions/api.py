@@ -137,6 +137,7 @@ class Runtime:
         self.flag_values: dict[str, Any] = dict(flag_values or {})
         self.pending_providers: list[tuple[str, dict[str, Any], str]] = []
         self.events: EventBus = EventBus()
+        self.sandbox: Callable[[], Any] = lambda: None  # the session's OS sandbox, for exec (set by the binding)
 
     def check(self) -> Any:
         if self.stale:
@@ -344,12 +345,14 @@ class ExtensionAPI:
 
     async def exec(self, command: str, args: list[str] | None = None, options: Any = None, *, signal: Any = None,
                    timeout: int | None = None, cwd: str | None = None) -> Any:
-        """Run ``command args...`` (no shell): ``ExecResult(stdout, stderr, code, killed)``. ``timeout`` in ms."""
+        """Run ``command args...`` (no shell): ``ExecResult(stdout, stderr, code, killed)``. ``timeout`` in ms.
+        Confined by the session's OS sandbox to the session's working directory (docs/security.md)."""
         self._live()
 
         return await run_exec(command, list(args or []), signal=signal or pick(options, "signal"),
                               timeout_ms=timeout or pick(options, "timeout"),
-                              cwd=cwd or pick(options, "cwd") or self._rt.cwd)
+                              cwd=cwd or pick(options, "cwd") or self._rt.cwd, sandbox=self._rt.sandbox(),
+                              workspace=self._rt.cwd)
 
     @property
     def events(self) -> EventBus:

@@ -152,6 +152,7 @@ class ExtensionHost:
         runner.make_context = lambda: ExtensionContext(self, runner.runtime)
         runner.error_listeners = [self._report]
         runner.runtime.actions = Actions(self)
+        runner.runtime.sandbox = lambda: getattr(self.session, "sandbox", None)  # confines pi.exec
         runner.runtime.events.on_error = lambda channel, exc: self._report(
             {"extensionPath": "<events>", "event": channel, "error": error_text(exc), "kind": "extension"})
         # registered by a fresh runtime's register() (at start-up apply_providers has taken them already)

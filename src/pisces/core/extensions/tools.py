@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 from typing import Any, Callable
 
 from pisces.agent.types import AgentTool, AgentToolResult
@@ -88,15 +89,27 @@ class ExecResult:
 
 
 async def run_exec(command: str, args: list[str], *, signal: Any = None, timeout_ms: Any = None,
-                   cwd: str | None = None) -> ExecResult:
-    """Run a program without a shell in its own process group; an abort or the timeout kills the group."""
+                   cwd: str | None = None, sandbox: Any = None, workspace: str | None = None) -> ExecResult:
+    """Run a program without a shell in its own process group; an abort or the timeout kills the group.
+    ``sandbox`` (a session's ``pisces.core.sandbox.launch.Sandbox``) confines its writes to ``workspace`` (else
+    ``cwd``) and the private temp dir, as the bash tool's; a ruleset that cannot be built fails the call."""
+    launch = None
     try:
-        proc = await asyncio.create_subprocess_exec(command, *[str(a) for a in args], cwd=cwd,
+        extra: dict[str, Any] = {}
+        env = None
+        if sandbox is not None:
+            launch = await asyncio.to_thread(sandbox.prepare, workspace or cwd or os.getcwd())
+            if launch is not None:
+                env, extra = launch.env, launch.popen_kwargs()
+        proc = await asyncio.create_subprocess_exec(command, *[str(a) for a in args], cwd=cwd, env=env,
                                                     stdin=asyncio.subprocess.DEVNULL,
                                                     stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.PIPE, start_new_session=True)
+                                                    stderr=asyncio.subprocess.PIPE, start_new_session=True, **extra)
     except OSError as exc:
         return ExecResult("", str(exc), 127 if isinstance(exc, FileNotFoundError) else 126, False)
+    finally:
+        if launch is not None:
+            launch.close()
     killed = False
 
     def kill() -> None:

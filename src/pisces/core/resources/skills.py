@@ -18,6 +18,7 @@ import os
 from typing import Any
 
 from pisces.core.config.paths import agent_dir as default_agent_dir
+from pisces.core.config.paths import dirs_to_root
 from pisces.core.resources.templates import slash_command
 from pisces.core.safe_open import TEXT_MAX_BYTES, read_text
 
@@ -95,16 +96,8 @@ def _scan(directory: str, scope: str, root_files: bool, out: list[Skill], depth:
 
 
 def _ancestor_dirs(cwd: str) -> list[str]:
-    dirs, current = [], os.path.abspath(cwd)
-    while True:
-        dirs.append(os.path.join(current, ".agents", "skills"))
-        if os.path.exists(os.path.join(current, ".git")):
-            break
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    return dirs
+    """``.agents/skills`` of ``cwd`` and of each parent up to the project root (the git root, else ``cwd``)."""
+    return [os.path.join(d, ".agents", "skills") for d in dirs_to_root(cwd)]
 
 
 def load_skills(cwd: str, *, agent_dir: str | None = None, defaults: bool = True,

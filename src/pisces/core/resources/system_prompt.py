@@ -59,16 +59,11 @@ def load_context_files(cwd: str, agent_dir: str | None = None) -> list[tuple[str
         found.append(global_file)
         seen.add(global_file[0])
     chain: list[tuple[str, str]] = []
-    current = os.path.abspath(cwd)
-    while True:
+    for current in paths.dirs_to_root(cwd):  # up to the project root, never a shared parent directory
         hit = _context_file_in(current)
         if hit and hit[0] not in seen:
             chain.append(hit)
             seen.add(hit[0])
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
     found.extend(reversed(chain))
     return found
 

@@ -74,6 +74,7 @@ class AgentSession(SessionSwitching):
         self.approval: Approval | None = None  # core/approval/session_gate.SessionApproval (docs/approval.md)
         self.todos: Any = None  # pisces.core.planning.session_todos.SessionTodos (docs/planning.md)
         self.ttsr: Any = None  # pisces.core.planning.ttsr.StreamRules, the stream rules (docs/planning.md)
+        self.sandbox: Any = None  # pisces.core.sandbox.launch.Sandbox, the OS sandbox of commands (docs/security.md)
         self.is_compacting = False
         self._run_lock = asyncio.Lock()
         self.agent = Agent(
@@ -549,6 +550,8 @@ class AgentSession(SessionSwitching):
             state["approval"] = self.approval.state()
         if self.todos is not None:
             state["todoPhases"] = self.todos.phases
+        if self.sandbox is not None:
+            state["sandbox"] = self.sandbox.state()
         return state
 
     def session_stats(self) -> dict[str, Any]:

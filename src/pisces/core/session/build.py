@@ -27,6 +27,7 @@ from pisces.core.planning.session_todos import todos_enabled
 from pisces.core.planning.todo_tool import TodoWriteTool
 from pisces.core.planning.ttsr import attach as attach_stream_rules
 from pisces.core.resources.system_prompt import build_system_prompt, default_guidelines, resolve_prompt_input
+from pisces.core.sandbox.launch import Sandbox
 from pisces.core.session.agent_session import AgentSession
 from pisces.core.store import SessionFileError, SessionManager, find_sessions_by_id, resolve_session_dir
 from pisces.core.task import register_task_tool
@@ -108,6 +109,7 @@ class _Plan:
     fork: str | None
     approval_mode: str | None
     mcp_servers: dict[str, Any] | None  # MCP servers a front end gave (ACP's session/new), besides mcp.json
+    sandbox_mode: str | None  # --sandbox (docs/security.md)
 
 
 def _begin(*, cwd: str | None = None, provider: str | None = None, model: str | None = None,
@@ -121,7 +123,7 @@ def _begin(*, cwd: str | None = None, provider: str | None = None, model: str | 
            skill_paths: list[str] | None = None, no_skills: bool = False,
            prompt_template_paths: list[str] | None = None, no_prompt_templates: bool = False,
            backends: Any = None, fork: str | None = None, approval_mode: str | None = None,
-           mcp_servers: dict[str, Any] | None = None) -> _Plan:
+           mcp_servers: dict[str, Any] | None = None, sandbox_mode: str | None = None) -> _Plan:
     plan = _Plan()
     plan.__dict__.update(locals())
     del plan.__dict__["plan"]
@@ -206,9 +208,13 @@ def _finish(plan: _Plan) -> AgentSession:
         level = clamp_thinking_level(chosen, level)
     else:
         level = "off"
-    all_tools = create_tools(cwd, shell_path=settings.shell_path, command_prefix=settings.shell_command_prefix,
-                             backends=plan.backends)
     built: list[AgentSession] = []
+    try:
+        sandbox = Sandbox(settings, plan.sandbox_mode, people_approve=lambda: _people_approve(built))
+    except ValueError as exc:
+        raise SessionConfigError(str(exc)) from None
+    all_tools = create_tools(cwd, shell_path=settings.shell_path, command_prefix=settings.shell_command_prefix,
+                             backends=plan.backends, sandbox=sandbox)
     register_task_tool(all_tools, lambda: built[0], adir, plan.backends)  # not active by default: --tools ...,task
     if todos_enabled(settings):  # not active by default either: --tools ...,todo_write (docs/planning.md)
         all_tools["todo_write"] = TodoWriteTool(lambda: built[0].todos)
@@ -256,7 +262,9 @@ def _finish(plan: _Plan) -> AgentSession:
 
     if plan.approval_mode is not None and plan.approval_mode not in APPROVAL_MODES:
         raise SessionConfigError(f"Invalid approval mode '{plan.approval_mode}': use yolo, write or always-ask")
-    attach_approval(sess, cli_mode=plan.approval_mode)  # the approval gate (docs/approval.md)
+    approval = attach_approval(sess, cli_mode=plan.approval_mode)  # the approval gate (docs/approval.md)
+    sandbox.escalate = approval.escalate  # a command the sandbox blocked asks the same person (docs/security.md)
+    sess.sandbox = sandbox
     if todos_enabled(settings):
         attach_todos(sess)
     attach_stream_rules(sess)  # the rule files are read on the first turn (docs/planning.md)
@@ -275,6 +283,14 @@ def _mcp_config_present(cwd: str, adir: str) -> bool:
     """Whether a file that may list MCP servers exists (the list is pisces.core.mcp.config.config_files)."""
     return any(os.path.exists(p) for p in (os.path.join(adir, "mcp.json"), os.path.join(cwd, ".mcp.json"),
                                            os.path.join(cwd, ".pisces", "mcp.json")))
+
+
+def _people_approve(built: list[AgentSession]) -> bool:
+    """Whether a person answers this session's approvals (a typed RPC client, ACP, the web UI): where the
+    sandbox is on by default. pi's untyped clients and print mode keep pi's behaviour: no sandbox."""
+    if not built or built[0].approval is None:
+        return False
+    return getattr(built[0].approval.current_approver(), "default_mode", "yolo") != "yolo"
 
 
 def _has_budget_settings(settings: Settings) -> bool:
@@ -310,7 +326,7 @@ def _session_kwargs(args: Any) -> dict[str, Any]:
         extension_flags=getattr(args, "extension_flags", None), skill_paths=getattr(args, "skills", None),
         no_skills=getattr(args, "no_skills", False), prompt_template_paths=getattr(args, "prompt_templates", None),
         no_prompt_templates=getattr(args, "no_prompt_templates", False),
-        approval_mode=getattr(args, "approval_mode", None))
+        approval_mode=getattr(args, "approval_mode", None), sandbox_mode=getattr(args, "sandbox_mode", None))
 
 
 def create_session_from_args(args: Any, **overrides: Any) -> AgentSession:

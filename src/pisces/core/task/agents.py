@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from pisces.core.config.paths import dirs_to_root
 from pisces.core.config.trust import is_project_trusted as trusted
 from pisces.core.task.frontmatter import FrontmatterError, parse_frontmatter
 
@@ -152,19 +153,16 @@ _FAMILIES = (".pisces", ".pi", ".claude")
 
 
 def _nearest_project_dirs(cwd: str) -> dict[str, str]:
-    """The nearest ``<dir>/<family>/agents`` of each family, walking up from ``cwd``."""
+    """The nearest ``<dir>/<family>/agents`` of each family, walking up from ``cwd`` to the project root (the
+    git root, else ``cwd``: ``paths.project_root``), never into a shared parent directory."""
     found: dict[str, str] = {}
-    current = os.path.abspath(cwd)
     home = os.path.abspath(os.path.expanduser("~"))
-    while True:
+    for current in dirs_to_root(cwd):
         for family in _FAMILIES if current != home else ():  # the home directory holds the user's dirs
             candidate = os.path.join(current, family, "agents")
             if family not in found and os.path.isdir(candidate):
                 found[family] = candidate
-        parent = os.path.dirname(current)
-        if parent == current or current == home:
-            return found
-        current = parent
+    return found
 
 
 def _user_dirs(agent_dir: str) -> dict[str, str]:

@@ -120,8 +120,9 @@ async def run_subagent(run: SubagentRun, host: TaskHost, signal: AbortSignal,
     state = _RunState()
     child = None
     error: str | None = None
+    outside: list[dict[str, str]] = []
     try:
-        child = await _build_child(run, host)
+        child = await _build_child(run, host, outside)
         child.subscribe(lambda ev: _on_child_event(ev, child, run, host, state, progress, started, on_progress))
         remove = signal.add_listener(lambda: asyncio.ensure_future(child.abort()))
         try:
@@ -146,6 +147,8 @@ async def run_subagent(run: SubagentRun, host: TaskHost, signal: AbortSignal,
         if child is not None and child.is_busy:
             await child.abort()
     result = _finalize(run, child, state, signal, error)
+    if outside:  # approved writes out of its workspace: no patch carries them, so the result names them
+        result["writesOutsideWorkspace"] = outside
     result["durationMs"] = int((time.time() - started) * 1000)
     progress["durationMs"] = result["durationMs"]
     progress["status"] = "aborted" if result.get("aborted") else "completed" if result["exitCode"] == 0 else "failed"
@@ -165,15 +168,17 @@ class _RunState:
         self.last_intent: str | None = None
 
 
-async def _build_child(run: SubagentRun, host: TaskHost) -> Any:
+async def _build_child(run: SubagentRun, host: TaskHost, outside: list[dict[str, str]] | None = None) -> Any:
     settings = await asyncio.to_thread(Settings, host.agent_dir, host.project_cwd)
     model, pattern_level, _ = resolve_model(host, run.model_override or run.agent.model)
     level = pattern_level or run.agent.thinking_level or host.get_thinking_level()
     level = clamp_thinking_level(model, level) if model is not None and getattr(model, "provider", "") != "unknown" \
         else "off"
     backends = host.backends if run.worktree is None else None  # a worktree is local, whoever serves the session
+    # a subagent's commands are confined to its own workspace (its worktree, else the parent's cwd) by default
+    sandbox = host.sandbox.child(run.worktree) if host.sandbox is not None and backends is None else None
     base_tools = create_tools(run.cwd, shell_path=settings.shell_path, command_prefix=settings.shell_command_prefix,
-                              backends=backends)
+                              backends=backends, sandbox=sandbox)
     names = list(run.agent.tools) if run.agent.tools is not None else list(ALL_TOOL_NAMES)
     depth = host.depth + 1
     may_delegate = run.agent.spawns is not None and not (0 <= run.max_recursion_depth <= depth)
@@ -202,7 +207,7 @@ async def _build_child(run: SubagentRun, host: TaskHost) -> Any:
                          active_tools=list(tools), system_prompt_builder=system_prompt)
     holder.append(child)
     if host.approval is not None:  # deny/prompt rules and known-dangerous commands hold inside subagents too
-        host.approval.gate_subagent(child.agent)
+        host.approval.gate_subagent(child.agent, workspace=run.cwd, outside=outside)
     requester = tuple(dict.fromkeys([run.task_id, run.raw_id, run.agent.name]))
     options = child.agent.stream_options
 

@@ -1,6 +1,8 @@
 """Running git for the task tool: a subprocess per call (never on the event loop's thread), abortable, with a
 per-repository lock for the operations that change a repository's shared state (worktrees, refs, the user's
-working tree), so that parallel tasks never race on ``.git/config.lock`` or ``.git/worktrees``.
+working tree), so that parallel tasks never race on ``.git/config.lock`` or ``.git/worktrees``. Every call
+ignores the programs the repository's configuration names (hooks, fsmonitor, filters, drivers, pagers, ...:
+``pisces.core.sandbox.gitsafe``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pisces.ai.abort import AbortSignal
+from pisces.core.sandbox import gitsafe
 
 # Our own commits must never stop on a signing prompt, a hook or an automatic gc.
 _CONFIG = ["-c", "commit.gpgsign=false", "-c", "gc.auto=0", "-c", "core.hooksPath=/dev/null",
@@ -59,8 +62,12 @@ async def git(args: list[str], cwd: str, *, input: bytes | None = None, env: dic
     process and raises GitAborted."""
     if signal is not None and signal.aborted:
         raise GitAborted()
+    try:
+        safe = await asyncio.to_thread(gitsafe.safe_env, cwd, _env(env))
+    except gitsafe.UnsafeRepository as exc:
+        raise GitError(args, 128, str(exc)) from None
     proc = await asyncio.create_subprocess_exec(
-        "git", *_CONFIG, *args, cwd=cwd, env=_env(env), start_new_session=True,
+        "git", *_CONFIG, *gitsafe.safe_args(args), cwd=cwd, env=safe, start_new_session=True,
         stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
 

@@ -154,6 +154,9 @@ def task_summary(results: list[dict[str, Any]], *, duration_ms: float, merge_sum
         meta = r.get("outputMeta")
         out.append(f'<agent id="{r["id"]}" agent="{r["agent"]}">')
         out.append(f"<status>{status}</status>")
+        for w in r.get("writesOutsideWorkspace") or ():  # approved, and in no patch: say where they went
+            where = f'path="{w["path"]}"' if "path" in w else f'command="{w.get("command", "")}"'
+            out.append(f'<write-outside-workspace tool="{w["tool"]}" {where} />')
         if meta:
             out.append(f'<meta lines="{meta["lineCount"]}" size="{format_bytes(meta["charCount"])}" />')
         if len(text) > 5000:

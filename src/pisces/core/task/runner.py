@@ -59,6 +59,7 @@ class Batch:
     board: ProgressBoard
     shell: tuple[str, list[str]]
     shell_env: dict[str, str]
+    tool_call_id: str = ""  # the task call's id: a verification command's approval request names it
 
     def emit(self, event: dict[str, Any]) -> None:
         self.host.emit(event)
@@ -175,7 +176,9 @@ async def _verify(batch: Batch, item: TaskItem, directory: str, result: dict[str
     """(result, whether a failed result keeps its patch, the tree the patch is taken from)."""
     resolved = batch.verification
     ctx = verify.AttemptContext(cwd=directory, artifacts_dir=batch.artifacts_dir, task_id=item.id, emit=batch.emit,
-                                shell=batch.shell, env=batch.shell_env, signal=batch.signal)
+                                shell=batch.shell, env=batch.shell_env, signal=batch.signal,
+                                check=_command_gate(batch),
+                                sandbox=batch.host.sandbox.child(directory) if batch.host.sandbox is not None else None)
     first = await verify.run_attempt(resolved, ctx, 1)
     if first["status"] == "passed":
         result["verification"] = resolved.result("passed", [first], 0)
@@ -288,3 +291,19 @@ def _write_bytes(path: str, data: bytes) -> None:
 def _read_bytes(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
+
+
+def _command_gate(batch: Batch) -> Any:
+    """How each verification command is approved: through the session's gate as a ``bash`` call (deny rules,
+    the known-dangerous check, and for commands the model wrote, the mode, rules and grants of ``bash``);
+    None when the session has no gate."""
+    approval = batch.host.approval
+    if approval is None or not hasattr(approval, "check_command"):
+        return None
+    trusted = batch.verification.commands_from == "settings"
+
+    async def check(command: str) -> str | None:
+        return await approval.check_command(command, tool_call_id=batch.tool_call_id, signal=batch.signal,
+                                            trusted=trusted)
+
+    return check

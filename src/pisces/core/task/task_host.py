@@ -72,6 +72,9 @@ class TaskHost:
     # builds a subagent's session (AgentSession's keyword arguments): the owning session's own class, so that the
     # task package never imports the session package that imports it
     new_session: Callable[..., Any] | None = None
+    # the session's OS sandbox (pisces.core.sandbox.launch.Sandbox); subagents and verification use its child(),
+    # confined to their own workspace by default
+    sandbox: Any = None
 
     @classmethod
     def for_session(cls, session: Any, agent_dir: str, backends: Any = None) -> "TaskHost":
@@ -92,7 +95,7 @@ class TaskHost:
                    get_thinking_level=lambda: session.agent.thinking_level,
                    get_session_file=session.store.get_session_file, emit=session.emit, hooks=session.subagents,
                    project_trusted=project_trusted, backends=backends, approval=getattr(session, "approval", None),
-                   new_session=type(session))
+                   new_session=type(session), sandbox=getattr(session, "sandbox", None))
 
     def child(self, *, cwd: str, settings: Any, get_model: Callable[[], Any], get_thinking_level: Callable[[], str],
               spawns: str | list[str], task_id: str, artifacts_dir: str, backends: Any) -> "TaskHost":
@@ -101,7 +104,7 @@ class TaskHost:
                         get_session_file=lambda: None, emit=self.emit, hooks=self.hooks,
                         project_trusted=self.project_trusted, depth=self.depth + 1, spawns=spawns,
                         artifacts_dir=artifacts_dir, allocator=IdAllocator(prefix=task_id), backends=backends,
-                        approval=self.approval, new_session=self.new_session)
+                        approval=self.approval, new_session=self.new_session, sandbox=self.sandbox)
 
     def resolve_artifacts_dir(self) -> tuple[str, bool]:
         """(directory, is_temporary). A persisted session keeps its artifacts next to its file

@@ -70,14 +70,14 @@ class TaskTool:
                                                 self.host.agent_dir, project_trusted=self.host.project_trusted())
             self._discovery = discovery
             project_dir = discovery.project_agents_dir
-            return await self._execute(params, signal, on_update, discovery, started)
+            return await self._execute(params, signal, on_update, discovery, started, tool_call_id)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure is a readable result
             return _text(f"Task execution failed: {exc}", project_dir, started)
 
     async def _execute(self, params: dict[str, Any], signal: AbortSignal, on_update: Any,
-                       discovery: agent_defs.Discovery, started: float) -> AgentToolResult:
+                       discovery: agent_defs.Discovery, started: float, tool_call_id: str = "") -> AgentToolResult:
         cfg = self._config()
         project_dir = discovery.project_agents_dir
         if cfg.isolation_mode not in ISOLATION_MODES:
@@ -145,7 +145,7 @@ class TaskTool:
                       output_schema=(agent.output if agent.output is not None
                                      else normalize_schema(params.get("schema"))),
                       model_override=override_list, signal=signal, board=board, shell=_shell(self.host.settings),
-                      shell_env=_shell_env())
+                      shell_env=_shell_env(), tool_call_id=tool_call_id)
         try:
             results = await _run_all(batch, items, cfg.max_concurrency)
         finally:

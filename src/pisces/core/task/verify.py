@@ -4,7 +4,8 @@ one attempt of running them in the task's worktree.
 Each command runs through the user's shell in its own process group, with its combined output going straight
 to ``<artifacts>/<id>.verify.a<attempt>-<n>-<name>.log`` (removed again when the command printed nothing). A
 command past its ``timeoutMs`` has its whole process group killed and counts as exit code 124; an abort kills
-it the same way.
+it the same way. Each command is confined by the session's OS sandbox (``AttemptContext.sandbox``) to the worktree
+and a private temp dir; one the sandbox blocked is offered to the person to run outside (docs/approval.md).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 import signal as _signal
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from pisces.ai.abort import AbortSignal
 from pisces.core.task import events
@@ -37,6 +38,9 @@ class Resolved:
     max_retries: int = 1
     on_failure: str = "return_failure"
     error: str | None = None
+    # where the commands come from: "model" (the call's verify.commands: approved like bash) or "settings" (a
+    # profile of task.verification, which a project can only set when it is trusted)
+    commands_from: str = "model"
 
     def result(self, status: str, attempts: list[dict[str, Any]], retries: int) -> dict[str, Any]:
         """A VerificationResult (seed 000)."""
@@ -133,7 +137,8 @@ def resolve(params: dict[str, Any], settings: dict[str, Any], isolated: bool) ->
         return Resolved(requested=False, error=NO_COMMANDS)
     return Resolved(requested=True, profile=profile, commands=commands,
                     max_retries=merged.get("maxRetries", max_retries),
-                    on_failure=merged.get("onFailure", "return_failure"))
+                    on_failure=merged.get("onFailure", "return_failure"),
+                    commands_from="model" if (inline or {}).get("commands") else "settings")
 
 
 def failure_message(attempt: dict[str, Any] | None) -> str:
@@ -162,6 +167,11 @@ class AttemptContext:
     shell: tuple[str, list[str]]
     env: dict[str, str]
     signal: AbortSignal
+    # the approval of one command: None to run it, else why it may not (the session's gate, see runner.py)
+    check: Callable[[str], Awaitable[str | None]] | None = None
+    # the OS sandbox (pisces.core.sandbox.launch.Sandbox, a session's child()): each command is confined to the
+    # worktree and a private temp dir unless a person turned the sandbox off; None: unconfined
+    sandbox: Any = None
 
 
 async def run_attempt(resolved: Resolved, ctx: AttemptContext, number: int) -> dict[str, Any]:
@@ -179,7 +189,11 @@ async def run_attempt(resolved: Resolved, ctx: AttemptContext, number: int) -> d
         log_name = f"{ctx.task_id}.verify.a{number}-{index + 1}-{_slug(command['name'])}.log"
         log = os.path.join(ctx.artifacts_dir, log_name)
         t0 = time.monotonic()
-        code, timed_out = await _run_command(command, ctx, log)
+        refused = await ctx.check(command["command"]) if ctx.check is not None else None
+        if refused is not None:
+            code, timed_out = await asyncio.to_thread(_refuse, log, refused)
+        else:
+            code, timed_out = await _run_command(command, ctx, log)
         duration = int((time.monotonic() - t0) * 1000)
         preview = await asyncio.to_thread(_finish_log, log)
         result: dict[str, Any] = {"name": command["name"], "command": command["command"], "exitCode": code,
@@ -206,16 +220,53 @@ async def run_attempt(resolved: Resolved, ctx: AttemptContext, number: int) -> d
 
 
 async def _run_command(command: dict[str, Any], ctx: AttemptContext, log: str) -> tuple[int, bool]:
+    """Run one command (confined by ``ctx.sandbox``). When the sandbox blocked it, the person is asked through
+    the sandbox's escalation whether to run it outside; approved, it runs again unconfined (its log then holds
+    both runs), else the log says why it was not."""
+    launch = None
+    if ctx.sandbox is not None:
+        try:
+            launch = await asyncio.to_thread(ctx.sandbox.prepare, ctx.cwd, ctx.env)
+        except OSError as exc:
+            await asyncio.to_thread(_refuse, log, f"the sandbox could not be set up ({exc})")
+            return REFUSED_EXIT_CODE, False
+    code, timed_out = await _spawn(command, ctx, log, launch, append=False)
+    if launch is None or code == 0 or timed_out or ctx.signal.aborted:
+        return code, timed_out
+    from pisces.core.sandbox.launch import blocked_by_sandbox, blocked_reason  # noqa: PLC0415 - loaded with the sandbox
+
+    if not blocked_by_sandbox(await asyncio.to_thread(_tail, log), code):
+        return code, timed_out
+    why = blocked_reason(launch)
+    escalate = getattr(ctx.sandbox, "escalate", None)
+    refused = (await escalate(command["command"], f"{ctx.task_id}.verify", why, ctx.signal) if escalate is not None
+               else "nobody can be asked to run it outside the sandbox")
+    if refused is not None:
+        await asyncio.to_thread(_append, log, f"\npisces: the sandbox blocked this command ({launch.describe()}); "
+                                              f"it was not run outside the sandbox: {refused}\n")
+        return code, timed_out
+    await asyncio.to_thread(_append, log, "\npisces: approved to run outside the sandbox; run again:\n")
+    return await _spawn(command, ctx, log, None, append=True)
+
+
+async def _spawn(command: dict[str, Any], ctx: AttemptContext, log: str, launch: Any, *, append: bool
+                 ) -> tuple[int, bool]:
     shell, args = ctx.shell
-    out = await asyncio.to_thread(_open_log, log)
+    out = await asyncio.to_thread(_open_log, log, append)
     try:
+        env, extra = ctx.env, {}
+        if launch is not None:
+            env, extra = launch.env, launch.popen_kwargs()
         proc = await asyncio.create_subprocess_exec(
-            shell, *args, command["command"], cwd=ctx.cwd, env=ctx.env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=out, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+            shell, *args, command["command"], cwd=ctx.cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=out, stderr=asyncio.subprocess.STDOUT, start_new_session=True, **extra)
     except OSError as exc:
         out.write(f"cannot start {shell}: {exc}\n".encode())
         out.close()
         return 127, False
+    finally:
+        if launch is not None:
+            launch.close()
     out.close()  # the child holds its own copy
 
     def kill() -> None:
@@ -246,9 +297,33 @@ async def _run_command(command: dict[str, Any], ctx: AttemptContext, log: str) -
     return (128 - code if code < 0 else code), False
 
 
-def _open_log(path: str) -> Any:
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(os.path.getsize(path) - 20000, 0))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _append(path: str, text: str) -> None:
+    with open(path, "ab") as f:
+        f.write(text.encode())
+
+
+REFUSED_EXIT_CODE = 126
+
+
+def _refuse(log: str, why: str) -> tuple[int, bool]:
+    """A command the approval refused: not run, exit code 126, the reason as its output."""
+    with _open_log(log) as f:
+        f.write(f"not run: {why}\n".encode())
+    return REFUSED_EXIT_CODE, False
+
+
+def _open_log(path: str, append: bool = False) -> Any:
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    return open(path, "wb")
+    return open(path, "ab" if append else "wb")
 
 
 def _finish_log(path: str) -> str | None:

@@ -63,15 +63,16 @@ class LazyTool(AgentTool):
 
 
 def create_tools(cwd: str, *, shell_path: str | None = None, command_prefix: str | None = None,
-                 backends: ToolBackends | None = None) -> dict[str, AgentTool]:
+                 backends: ToolBackends | None = None, sandbox: Any = None) -> dict[str, AgentTool]:
     """All seven tools for ``cwd``, by name (each loads its module on first use). ``shell_path`` and
     ``command_prefix`` are the settings ``shellPath`` and ``shellCommandPrefix`` for the bash tool;
-    ``backends`` replaces the local file system and shell (see ``backends.py``)."""
+    ``backends`` replaces the local file system and shell (see ``backends.py``); ``sandbox`` (a
+    ``pisces.core.sandbox.launch.Sandbox``) confines the bash tool's local commands."""
     tools: dict[str, Any] = {}
     for cls_name, name in _CLASSES.items():
         kwargs: dict[str, Any] = {}
         if name == "bash":
-            kwargs = {"shell_path": shell_path, "command_prefix": command_prefix}
+            kwargs = {"shell_path": shell_path, "command_prefix": command_prefix, "sandbox": sandbox}
             if backends is not None and backends.shell is not None:
                 kwargs["shell"] = backends.shell
         elif name in _FILE_TOOLS and backends is not None and backends.files is not None:

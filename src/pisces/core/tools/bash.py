@@ -2,7 +2,9 @@
 
 Updates: first ``{content: []}`` (no details), then at most one snapshot per 100 ms with
 ``details: {truncation?, fullOutputPath?}``. The result is the output (or ``(no output)``) plus a notice
-when it was truncated; a non-zero exit, an abort and a timeout are error results with pi's texts.
+when it was truncated; a non-zero exit, an abort and a timeout are error results with pi's texts. With a
+``sandbox`` the local command is confined (docs/security.md#the-os-sandbox); when the sandbox blocked it, the
+person is asked through the sandbox's ``escalate`` and, approved, the command runs again unconfined.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from pisces.agent.types import AgentTool, AgentToolResult, ToolError, ToolUpdate
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import TextContent
-from pisces.core.tools.bash_exec import OutputAccumulator, OutputSnapshot, ShellError, run_shell
+from pisces.core.tools.bash_exec import OutputAccumulator, OutputSnapshot, ShellError, get_shell_env, run_shell
 
 from ._common import text_result
 from .backends import BackendError, ShellBackend
@@ -77,12 +79,14 @@ class BashTool(AgentTool):
     parameters = BASH_SCHEMA
 
     def __init__(self, cwd: str, *, shell_path: str | None = None, command_prefix: str | None = None,
-                 env: dict[str, str] | None = None, shell: ShellBackend | None = None) -> None:
+                 env: dict[str, str] | None = None, shell: ShellBackend | None = None, sandbox: Any = None) -> None:
         self.cwd = cwd
         self.shell_path = shell_path
         self.command_prefix = command_prefix
         self.env = env
         self.shell = shell  # None: a local process
+        # pisces.core.sandbox.launch.Sandbox (None: unconfined); a host's terminal (``shell``) is never confined
+        self.sandbox = sandbox
 
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
                       on_update: ToolUpdate) -> AgentToolResult:
@@ -130,12 +134,34 @@ class BashTool(AgentTool):
                 throttle["timer"] = loop.call_later(delay, fire)
 
         on_update(AgentToolResult(content=[]))
+        launch = None
+        blocked_note = ""
         try:
+            if self.sandbox is not None and self.shell is None:
+                launch = await asyncio.to_thread(self._prepare)
             result = await run_shell(command, self.cwd, signal=signal,
                                      timeout=timeout if isinstance(timeout, (int, float)) else None,
                                      on_chunk=on_chunk, env=self.env, shell_path=self.shell_path, accumulator=acc,
-                                     backend=self.shell, tool_call_id=tool_call_id)
-        except (ShellError, BackendError) as exc:
+                                     backend=self.shell, tool_call_id=tool_call_id, sandbox=launch)
+            if launch is not None and not (result.cancelled or result.timed_out):
+                from pisces.core.sandbox.launch import blocked_by_sandbox, blocked_reason  # noqa: PLC0415 - loaded with the sandbox
+
+                if blocked_by_sandbox(result.output, result.exit_code):
+                    why = blocked_reason(launch)
+                    escalate = getattr(self.sandbox, "escalate", None)
+                    refused = (await escalate(command, tool_call_id, why, signal) if escalate is not None
+                               else "nobody can be asked to run it outside the sandbox")
+                    if refused is None:  # approved: the same command again, unconfined
+                        cancel_timer()
+                        acc = OutputAccumulator(temp_prefix="pisces-bash")
+                        result = await run_shell(command, self.cwd, signal=signal,
+                                                 timeout=timeout if isinstance(timeout, (int, float)) else None,
+                                                 on_chunk=on_chunk, env=self.env, shell_path=self.shell_path,
+                                                 accumulator=acc, tool_call_id=tool_call_id)
+                    else:
+                        blocked_note = (f"The sandbox blocked this command ({launch.describe()}); it was not run "
+                                        f"outside the sandbox: {refused}")
+        except (ShellError, BackendError, OSError) as exc:
             raise ToolError(str(exc)) from None
         finally:
             cancel_timer()
@@ -149,8 +175,13 @@ class BashTool(AgentTool):
             raise ToolError(_append_status(text, f"Command timed out after {js_number(timeout)} seconds"))
         text, details = format_bash_output(snap, result.last_line_bytes)
         if result.exit_code is not None and result.exit_code != 0:
-            raise ToolError(_append_status(text, f"Command exited with code {result.exit_code}"))
+            status = f"Command exited with code {result.exit_code}"
+            raise ToolError(_append_status(text, f"{status}\n\n{blocked_note}" if blocked_note else status))
         return text_result(text, details)
+
+    def _prepare(self) -> Any:
+        """The sandbox's launch for this command (None: unconfined). The ruleset is built off the loop."""
+        return self.sandbox.prepare(self.cwd, self.env if self.env is not None else get_shell_env())
 
 
 __all__ = ["BashTool", "BASH_SCHEMA", "BASH_DESCRIPTION", "format_bash_output"]

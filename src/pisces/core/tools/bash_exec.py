@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from pisces.ai.abort import AbortSignal
 from pisces.core.config.paths import agent_dir
@@ -315,16 +315,28 @@ class _Protocol(asyncio.SubprocessProtocol):
 
 
 async def run_process(argv: list[str], cwd: str, env: dict[str, str] | None, on_data: Callable[[bytes], None], *,
-                      signal: AbortSignal | None = None, timeout: float | None = None) -> ProcessOutcome:
+                      signal: AbortSignal | None = None, timeout: float | None = None,
+                      sandbox: Any = None) -> ProcessOutcome:
     """Run ``argv`` in a new session/process group, stdout+stderr merged, stdin closed. ``on_data`` gets raw
-    chunks. Returns once the process exited and its pipe closed (or 100 ms after the exit)."""
+    chunks. Returns once the process exited and its pipe closed (or 100 ms after the exit). ``sandbox``: a
+    ``pisces.core.sandbox.launch.Launch`` confining the process (its ruleset is closed once it started)."""
     loop = asyncio.get_running_loop()
     if signal is not None and signal.aborted:
+        if sandbox is not None:
+            sandbox.close()
         return ProcessOutcome(None, True, False)
     proto = _Protocol(loop, on_data)
-    transport, _ = await loop.subprocess_exec(
-        lambda: proto, *argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        cwd=cwd, env=env, start_new_session=True)
+    extra: dict[str, Any] = {}
+    if sandbox is not None:
+        extra = sandbox.popen_kwargs()
+        env = sandbox.env
+    try:
+        transport, _ = await loop.subprocess_exec(
+            lambda: proto, *argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            cwd=cwd, env=env, start_new_session=True, **extra)
+    finally:
+        if sandbox is not None:
+            sandbox.close()
     pid = transport.get_pid()
     _running_groups.add(pid)
     state = {"cancelled": False, "timed_out": False}
@@ -380,8 +392,9 @@ async def run_shell(command: str, cwd: str, *, signal: AbortSignal | None = None
                     on_chunk: Callable[[str], None] | None = None, env: dict[str, str] | None = None,
                     shell_path: str | None = None, accumulator: OutputAccumulator | None = None,
                     sanitize: bool = False, backend: ShellBackend | None = None,
-                    tool_call_id: str | None = None) -> ExecResult:
+                    tool_call_id: str | None = None, sandbox: Any = None) -> ExecResult:
     """Run ``command`` with the user's shell in ``cwd`` (or through ``backend``, a host's terminal).
+    ``sandbox``: a ``Launch`` confining it (see ``run_process``; never with a ``backend``).
 
     ``on_chunk`` receives each decoded chunk (sanitised when ``sanitize``) right after it was added to
     the accumulator, so a caller can take ``accumulator.snapshot()`` from it. ``timeout`` is in seconds
@@ -405,7 +418,7 @@ async def run_shell(command: str, cwd: str, *, signal: AbortSignal | None = None
             try:
                 outcome = await run_process([shell, *args, command], cwd,
                                             env if env is not None else get_shell_env(), on_data, signal=signal,
-                                            timeout=timeout)
+                                            timeout=timeout, sandbox=sandbox)
             except OSError as exc:
                 raise ShellError(f"Failed to start {shell}: {exc.strerror or exc}") from None
     except BaseException:

@@ -1,0 +1,218 @@
+"""The one launcher that applies a ``SandboxPolicy`` to a command pisces starts on the model's behalf.
+
+``Sandbox`` belongs to a session. ``prepare(workspace, env)`` returns a ``Launch`` (or None when the policy is
+``off`` or the kernel cannot confine): ``popen_kwargs()`` go to ``subprocess``/``asyncio`` (``preexec_fn``
+applies the Landlock ruleset in the child before ``exec``; the command does not inherit its descriptor), ``env`` points
+``TMPDIR``/``TMP``/``TEMP`` at the session's private temp dir, and ``close()`` (right after the spawn) closes
+the parent's copy of the ruleset. The child cannot run unconfined by mistake: when the ruleset cannot be
+applied the spawn fails.
+
+What is confined: writes (create, write, truncate, remove, rename, link, mknod) beneath anything but the
+policy's writable directories; with ``network`` off, TCP ``connect`` and ``bind`` (Landlock ABI 4+). Reads and
+execution are not confined, nor UDP, Unix sockets, signals to other processes of the user, or ioctls on
+already open terminals. Where the kernel has no Landlock the sandbox says so once on stderr and commands run
+with approvals alone (``state()["enforced"]`` is then False).
+
+The policy is re-read from the settings each time (so a stricter setting applies at once), but a reload never
+loosens it below what the session started with: loosening takes a person's action (``--sandbox``,
+``set_mode``, an approved escalation of one command).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import replace
+from typing import Any, Awaitable, Callable
+
+from pisces.core.sandbox.policy import STRICTNESS, SandboxPolicy, check_mode, resolve
+
+# what a command prints when the kernel refused it something (EACCES, EPERM, EROFS, EXDEV of a refused rename)
+_BLOCKED = re.compile(r"Permission denied|Operation not permitted|Read-only file system|PermissionError|"
+                      r"EACCES|EPERM|Invalid cross-device link")
+
+Escalate = Callable[[str, str, str, Any], Awaitable["str | None"]]
+
+
+class Launch:
+    """One confined spawn: pass ``popen_kwargs()`` and ``env`` to it, ``close()`` after it."""
+
+    def __init__(self, ruleset: Any, env: dict[str, str], policy: SandboxPolicy, writable: list[str]) -> None:
+        self.ruleset = ruleset
+        self.env = env
+        self.policy = policy
+        self.writable = writable
+
+    def popen_kwargs(self) -> dict[str, Any]:
+        # no pass_fds: the child applies the ruleset before subprocess closes the inherited descriptors, so the
+        # command itself never holds it
+        return {"preexec_fn": self.ruleset.preexec}
+
+    def close(self) -> None:
+        self.ruleset.close()
+
+    def describe(self) -> str:
+        where = " and ".join(self.writable) if self.writable else "nowhere"
+        net = "" if self.policy.network else "; no network"
+        return f"sandbox {self.policy.mode}: writes only beneath {where}{net}"
+
+
+class Sandbox:
+    """A session's sandbox: its policy (re-resolved, never looser than at the start), its private temp dir,
+    and ``escalate`` (set by the approval gate: asks a person to run one blocked command unconfined)."""
+
+    def __init__(self, settings: Any, cli_mode: str | None = None, *,
+                 people_approve: Callable[[], bool] = lambda: False, delegated: bool = False,
+                 parent: Sandbox | None = None) -> None:
+        if cli_mode is not None:
+            check_mode(cli_mode)
+        self.settings = settings
+        self.cli_mode = cli_mode
+        self.command_mode: str | None = None
+        self.people_approve = people_approve
+        self.delegated = delegated
+        self.escalate: Escalate | None = None
+        self._parent = parent
+        self._start = self._from_settings() if parent is None else None
+        self._temp: str | None = None
+        self._warned: set[str] = set()
+        self.extra_roots: list[str] = []  # writable beside the policy's (a worktree's git directories)
+
+    # -- the policy ---------------------------------------------------------------------------------
+    def _from_settings(self) -> SandboxPolicy:
+        return resolve(self.settings, None, people_approve=True)
+
+    def policy(self) -> SandboxPolicy:
+        if self._parent is not None:
+            return self._parent.policy().for_delegated()
+        now = resolve(self.settings, self.cli_mode, people_approve=self.people_approve(),
+                      command_mode=self.command_mode)
+        for warning in now.warnings:
+            self._warn(warning)
+        start = self._start
+        if start is not None:
+            # a reload may tighten, never loosen: the settings' mode (unless a person's flag or command chose
+            # one), network and roots at the start hold
+            mode = now.mode
+            if now.source not in ("cli", "command") and start.source != "default" and \
+                    STRICTNESS[now.mode] < STRICTNESS[start.mode]:
+                mode = start.mode
+            now = replace(now, mode=mode, network=now.network and start.network,
+                          writable_roots=tuple(r for r in now.writable_roots if r in start.writable_roots))
+        if self.delegated:
+            now = now.for_delegated()
+        return now
+
+    def set_mode(self, mode: str | None) -> dict[str, Any]:
+        """A person's command (None: back to the flag, the settings or the default)."""
+        self.command_mode = check_mode(mode) if mode is not None else None
+        return self.state()
+
+    def child(self, worktree: str | None = None) -> Sandbox:
+        """The sandbox of a subagent or of verification: the same settings and temp dir, confined by default,
+        the same escalation (the same person is asked). For a git ``worktree``, its own git directory and the
+        repository's object store are writable too (``git add``/``commit`` in a detached worktree write there);
+        the repository's refs, configuration, hooks and working tree are not."""
+        kid = Sandbox(self.settings, self.cli_mode, people_approve=self.people_approve, parent=self)
+        kid.escalate = self.escalate
+        kid._temp = self.temp_dir()
+        kid.extra_roots = worktree_git_dirs(worktree) if worktree else []
+        return kid
+
+    # -- the kernel ----------------------------------------------------------------------------------
+    def abi(self) -> int:
+        from pisces.core.sandbox import landlock  # noqa: PLC0415 - ctypes loads with the first confined command
+
+        return landlock.available()
+
+    def temp_dir(self) -> str:
+        """The private temp dir (mode 0700) confined commands may write, removed when pisces exits."""
+        if self._parent is not None:
+            return self._parent.temp_dir()
+        if self._temp is None or not os.path.isdir(self._temp):
+            self._temp = tempfile.mkdtemp(prefix="pisces-sandbox-")
+            import atexit  # noqa: PLC0415 - only when a confined command runs
+
+            atexit.register(shutil.rmtree, self._temp, True)
+        return self._temp
+
+    def prepare(self, workspace: str, env: dict[str, str] | None = None,
+                policy: SandboxPolicy | None = None) -> Launch | None:
+        """A ``Launch`` for one command in ``workspace`` (None: run it unconfined: the policy is off or the
+        kernel cannot confine, said once). Raises ``OSError`` when the ruleset cannot be built."""
+        policy = policy or self.policy()
+        if not policy.confines:
+            return None
+        abi = self.abi()
+        if abi <= 0:
+            self._warn("this kernel has no Landlock (or it is not enabled): commands run without an OS sandbox, "
+                       "confined by the approval policy alone")
+            return None
+        network = policy.network
+        if not network and abi < 4:
+            self._warn(f"Landlock ABI {abi} cannot restrict the network (ABI 4 can): sandbox.network false is "
+                       "not enforced")
+            network = True
+        from pisces.core.sandbox import landlock  # noqa: PLC0415 - ctypes loads with the first confined command
+
+        temp = self.temp_dir()
+        writable = policy.writable(workspace, temp) + [r for r in self.extra_roots if os.path.isdir(r)]
+        ruleset = landlock.Ruleset.build(writable, network=network)
+        child_env = dict(os.environ if env is None else env)
+        for key in ("TMPDIR", "TMP", "TEMP"):
+            child_env[key] = temp
+        return Launch(ruleset, child_env, policy, writable)
+
+    def _warn(self, text: str) -> None:
+        root = self._parent or self
+        if text not in root._warned:
+            root._warned.add(text)
+            sys.stderr.write(f"pisces: {text}\n")
+
+    # -- what a front end shows -----------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """``get_state``'s ``sandbox``: the policy, whether the kernel enforces it, and the delegated mode."""
+        policy = self.policy()
+        abi = self.abi() if policy.confines or policy.for_delegated().confines else 0
+        out = policy.state()
+        out["delegatedMode"] = policy.for_delegated().mode
+        out["available"] = abi > 0
+        out["landlockAbi"] = abi
+        out["enforced"] = policy.confines and abi > 0
+        return out
+
+
+def worktree_git_dirs(worktree: str) -> list[str]:
+    """The git directory of a linked worktree (``.git`` is a file naming it) and its repository's object
+    store; [] when ``worktree`` is not a linked worktree."""
+    try:
+        with open(os.path.join(worktree, ".git"), encoding="utf-8") as f:
+            line = f.read(4096).strip()
+    except OSError:
+        return []
+    if not line.startswith("gitdir:"):
+        return []
+    gitdir = os.path.normpath(os.path.join(worktree, line[len("gitdir:"):].strip()))
+    try:
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as f:
+            common = os.path.normpath(os.path.join(gitdir, f.read(4096).strip()))
+    except OSError:
+        return [gitdir]
+    return [gitdir, os.path.join(common, "objects")]
+
+
+def blocked_by_sandbox(output: str, exit_code: int | None) -> bool:
+    """Whether a confined command's failure looks like the sandbox's doing (the kernel's refusal in its
+    output): the cue for asking to run it outside."""
+    return exit_code not in (0, None) and _BLOCKED.search(output[-20000:]) is not None
+
+
+def blocked_reason(launch: Launch) -> str:
+    return (f"the sandbox blocked this command ({launch.describe()}): it failed with a permission error; "
+            "run it outside the sandbox?")
+
+
+__all__ = ["Sandbox", "Launch", "blocked_by_sandbox", "blocked_reason"]
