@@ -49,3 +49,21 @@ def test_abort_is_answered_while_a_handler_hangs(home, spawn, event, on_cancel):
         if not any(f.get("type") == "agent_settled" for f in frames):  # it may come before or after the answer
             p.until_type("agent_settled", 30)
         assert p.ok({"type": "get_state"})["isStreaming"] is False
+
+
+def test_an_abandoned_handler_that_ignores_its_cancel_does_not_keep_the_process_alive(home, spawn):
+    marker = os.path.join(home.root, "entered")
+    ext = write_ext(home, "stubborn.py", HANG.format(event="tool_call", on_cancel=STUBBORN, marker=marker))
+    script = home.faux_script([{"toolCalls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+                               {"text": "done"}])
+    p = spawn("--faux-script", script, "-e", ext)
+    p.ok({"type": "prompt", "message": "go"})
+    deadline = time.monotonic() + 30
+    while not os.path.exists(marker) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert os.path.exists(marker), "the handler never ran"
+    p.send({"id": "stop", "type": "abort"})
+    p.until(lambda f: f.get("id") == "stop", 30)
+    p.p.stdin.close()  # the end of stdin ends the process, whatever the abandoned handler still does
+    assert p.p.wait(timeout=60) == 0
+

@@ -46,13 +46,34 @@ def start_up_done() -> None:
     gc.enable()
 
 
+SHUTDOWN_GRACE_S = 5.0  # what still runs when serve() returns gets this long to end after being cancelled
+
+
+def run_bounded(serve: Callable[[], Coroutine[Any, Any, int]]) -> int:
+    """``asyncio.run(serve())``, except that the tasks still running afterwards are cancelled and waited for at
+    most ``SHUTDOWN_GRACE_S``: a handler that swallows its cancellation (an extension abandoned after an abort,
+    see pisces.core.extensions.runner) cannot keep the process from exiting."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        code = loop.run_until_complete(serve())
+        left = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in left:
+            task.cancel()
+        if left:
+            loop.run_until_complete(asyncio.wait(left, timeout=SHUTDOWN_GRACE_S))
+        return code
+    finally:
+        asyncio.set_event_loop(None)
+
+
 def run_and_exit(serve: Callable[[], Coroutine[Any, Any, int]]) -> NoReturn:
     """Run a long-running mode's ``serve()`` to its end and leave the process with its exit code: 130 on a
     KeyboardInterrupt that got past the signal handlers, 1 (after the traceback) on a bug. Leaves through
     ``os._exit``: a stdin reader thread may still sit in a blocking read, and the work in flight was already
     aborted and flushed by the mode's shutdown."""
     try:
-        code = asyncio.run(serve())
+        code = run_bounded(serve)
     except KeyboardInterrupt:
         code = 130
     except Exception:  # noqa: BLE001 - a bug: report it, then still leave through os._exit below
