@@ -67,3 +67,35 @@ def test_an_abandoned_handler_that_ignores_its_cancel_does_not_keep_the_process_
     p.p.stdin.close()  # the end of stdin ends the process, whatever the abandoned handler still does
     assert p.p.wait(timeout=60) == 0
 
+
+
+STUBBORN_TOOL = """
+import asyncio
+
+def register(pi):
+    async def execute(tool_call_id, params, signal, on_update, ctx=None):
+        while True:  # ignores the abort and swallows its cancel: abandoned, never waited for
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                pass
+
+    pi.register_tool(name="stuck", description="never returns", parameters={"type": "object"}, execute=execute)
+"""
+
+
+def test_abort_wins_over_a_tool_that_ignores_it(home, spawn):
+    ext = write_ext(home, "stuck_tool.py", STUBBORN_TOOL)
+    script = home.faux_script([{"toolCalls": [{"name": "stuck", "arguments": {}}]}, {"text": "next answer"}])
+    p = spawn("--faux-script", script, "-e", ext)
+    p.ok({"type": "prompt", "message": "go"})
+    p.until(lambda f: f.get("type") == "tool_execution_start", 30)
+    p.send({"id": "stop", "type": "abort"})
+    frames = p.until(lambda f: f.get("id") == "stop", 30)
+    ends = [f for f in frames if f.get("type") == "tool_execution_end"]
+    if not ends:
+        ends = [p.until(lambda f: f.get("type") == "tool_execution_end", 30)[-1]]
+    assert ends[0]["isError"] is True and ends[0]["result"]["content"][0]["text"] == "Operation aborted"
+    if not any(f.get("type") == "agent_settled" for f in frames):
+        p.until_type("agent_settled", 30)
+    assert p.ok({"type": "get_state"})["isStreaming"] is False

@@ -33,6 +33,7 @@ from pisces.agent.types import (
     TurnStartEvent,
 )
 from pisces.agent.validation import validate_tool_arguments
+from pisces.agent.watchdog import Abandoned, until_aborted
 from pisces.ai.abort import AbortSignal
 from pisces.ai.stream import stream as default_stream
 from pisces.ai.types import (
@@ -204,7 +205,8 @@ async def _prepare_call(call: ToolCall, tool: AgentTool | None, config: LoopConf
         if err is not None:
             return None, _error_result(err)
         if config.before_tool_call is not None:
-            decision = await config.before_tool_call(ToolCallInfo(call.id, call.name, args, tool, message, signal))
+            decision = await until_aborted(
+                config.before_tool_call(ToolCallInfo(call.id, call.name, args, tool, message, signal)), signal)
             if decision is not None and decision.block:
                 return None, _error_result(decision.reason or "Tool execution was blocked")
             if decision is not None and isinstance(decision.args, dict):
@@ -220,9 +222,11 @@ async def _after_call(gate: Callable[[ToolCallInfo, AgentToolResult, bool], Awai
                       info: ToolCallInfo, outcome: tuple[AgentToolResult, bool]) -> tuple[AgentToolResult, bool]:
     result, is_error = outcome
     try:
-        patch = await gate(info, result, is_error)
+        patch = await until_aborted(gate(info, result, is_error), info.signal)
     except asyncio.CancelledError:
         raise
+    except Abandoned:  # aborted and not answering: the tool's own result stands
+        return outcome
     except Exception as exc:  # noqa: BLE001 - as pi: the failure becomes the result
         return _error_result(str(exc) or type(exc).__name__), True
     return outcome if patch is None else patch.apply(result, is_error)
@@ -263,7 +267,7 @@ async def _execute_tool_calls(calls: list[ToolCall], config: LoopConfig, signal:
                                               partialResult=partial))
 
         try:
-            result = await tool.execute(call.id, args, signals[i], on_update)
+            result = await until_aborted(tool.execute(call.id, args, signals[i], on_update), signals[i])
             if not isinstance(result, AgentToolResult):
                 raise TypeError(f"tool {call.name} returned {type(result).__name__}, not AgentToolResult")
             outcome = (result, False)

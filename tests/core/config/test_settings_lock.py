@@ -69,6 +69,7 @@ lock = FileLock(sys.argv[1])
 lock.acquire()
 sys.stdout.write("held\n"); sys.stdout.flush()
 time.sleep(float(sys.argv[2]))  # a slow writer: far longer than any fixed wait a busy machine could exceed
+open(sys.argv[3], "w").close()  # written before the release: whoever gets the lock next finds it
 lock.release()
 """
 
@@ -78,12 +79,13 @@ def test_a_write_waits_for_a_live_holder_instead_of_giving_up(tmp_path, capsys):
     agent.mkdir()
     (agent / "settings.json").write_text('{"theme": "dark"}')
     s = Settings(str(agent), str(tmp_path))
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(agent / "settings.json"), "2.5"],
+    released = tmp_path / "released"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(agent / "settings.json"), "2.5", str(released)],
                               stdout=subprocess.PIPE)
     try:
         assert holder.stdout.readline() == b"held\n"
         s.set_steering_mode("all")  # waits for the holder (2.5 s), then writes
-        assert holder.poll() is not None, "the write went ahead while the lock was held"
+        assert released.exists(), "the write went ahead while the lock was held"
     finally:
         if holder.poll() is None:
             holder.kill()
