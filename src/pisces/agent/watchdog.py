@@ -8,8 +8,8 @@ and abandoned, and :class:`Abandoned` is raised for the caller to turn into an "
 A handler that catches the cancellation and keeps running is left to itself: nothing waits for it, its
 result is discarded, and an error it raises later is swallowed. The watchdog needs no cooperation from the
 handler, only that it yields the event loop (a handler that blocks the thread itself cannot be interrupted
-in-process; see docs/security.md). Extension event handlers have their own deadline
-(pisces.core.extensions.runner).
+in-process; see docs/security.md). Extension event handlers (pisces.core.extensions.runner) get the same
+grace and are dropped the same way (``drop_late_result``), with one deadline shared by every handler of a wind-down.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any, Awaitable, TypeVar
 
 from pisces.ai.abort import AbortSignal
 
-__all__ = ["ABORT_GRACE_S", "ABORTED_TEXT", "Abandoned", "until_aborted"]
+__all__ = ["ABORT_GRACE_S", "ABORTED_TEXT", "Abandoned", "drop_late_result", "until_aborted"]
 
-ABORT_GRACE_S = 2.0  # how long an aborted tool may take to return its own result before it is abandoned
+ABORT_GRACE_S = 1.0  # how long an aborted tool or extension handler may take to return before it is abandoned
 ABORTED_TEXT = "Operation aborted"
 
 T = TypeVar("T")
@@ -31,7 +31,8 @@ class Abandoned(Exception):
     """The awaited handler did not finish after the abort; it was cancelled and is no longer waited for."""
 
 
-def _swallow(task: asyncio.Future[Any]) -> None:
+def drop_late_result(task: asyncio.Future[Any]) -> None:
+    """Done-callback for an abandoned task: its late error is retrieved, so it is not reported as unhandled."""
     if not task.cancelled():
         task.exception()  # retrieved: an abandoned handler's late error is not reported as unhandled
 
@@ -60,6 +61,6 @@ async def until_aborted(awaitable: Awaitable[T], signal: AbortSignal | None, gra
             remove()
         if not task.done():
             task.cancel()
-            task.add_done_callback(_swallow)
+            task.add_done_callback(drop_late_result)
             raise Abandoned(ABORTED_TEXT)
     return task.result()

@@ -17,7 +17,8 @@ A handler that raises is reported (``extension_error``) and the loop goes on, ex
 the call is also blocked (fail closed).
 
 Abort always wins over a handler (``abort_pending``, called by the session's ``abort``): a handler that is still
-awaiting when the session aborts has one second (ABORT_GRACE_S) to return, then it is abandoned, whatever it does.
+awaiting when the session aborts has one second (ABORT_GRACE_S, the agent loop's grace for tools too) to return,
+then it is abandoned, whatever it does.
 Its task is cancelled (a cooperative handler stops there); if it goes on anyway, nothing waits for it and whatever
 it returns later is dropped. The event's delivery ends as if no later handler existed (a ``tool_call`` is blocked
 with "Operation aborted"). While the abort winds the run down, a handler that starts (``agent_end``, a turn's
@@ -32,11 +33,11 @@ import asyncio
 import inspect
 from typing import Any, AsyncIterator, Callable
 
+from pisces.agent.watchdog import ABORT_GRACE_S, drop_late_result
 from pisces.core.extensions.api import CommandDefinition, Event, Extension, Runtime, ToolDefinition, pick
 from pisces.core.extensions.tools import to_content
 
 ErrorListener = Callable[[dict[str, Any]], None]
-ABORT_GRACE_S = 1.0  # what a handler that starts while the session is aborting gets before it is abandoned
 
 SESSION_BEFORE = {"session_before_switch", "session_before_fork", "session_before_compact", "session_before_tree"}
 # older names of the same events (seed 003 / oh-my-pi), delivered to handlers registered under them too
@@ -54,11 +55,6 @@ class HandlerAborted(Exception):
 def _release(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
-
-
-def _drop_result(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()  # retrieved, so an abandoned handler's late failure is not logged as unhandled
 
 
 class ExtensionRunner:
@@ -170,7 +166,7 @@ class ExtensionRunner:
         if task.done():
             return task.result()
         task.cancel()  # a cooperative handler stops here; one that goes on is no longer waited for
-        task.add_done_callback(_drop_result)
+        task.add_done_callback(drop_late_result)
         raise HandlerAborted()
 
     async def _answers(self, event_type: str, make_event: Callable[[], Any], ctx: Any
