@@ -50,6 +50,28 @@ async def test_an_outbox_sends_nothing_until_the_response_naming_its_session_was
         await box.close()
 
 
+async def test_an_outbox_whose_client_stops_reading_stops_the_run_once_and_stays_bounded():
+    sent: list[int] = []
+    reading = asyncio.Event()
+    overflows: list[int] = []
+
+    async def send(update: int) -> None:
+        await reading.wait()  # a client that does not read: the first write never completes
+        sent.append(update)
+
+    box = Outbox(send, limit=10, on_overflow=lambda: overflows.append(len(sent)))
+    box.open()
+    for i in range(100):
+        box.post(i)
+    await asyncio.sleep(0)
+    assert overflows == [0]  # once, when the tenth update was waiting
+    assert box.dropped == 100 - 20  # past twice the limit nothing more is held
+    reading.set()  # the client reads again: what was kept arrives in order
+    await asyncio.wait_for(box.flush(), 30)
+    assert sent == list(range(20))
+    await box.close()
+
+
 def test_prompt_content_keeps_links_inline_and_appends_embedded_files():
     text, images = prompt_from_blocks([
         text_block("Look at "), resource_link_block("app.py", "file:///w/app.py"), text_block(" please"),

@@ -5,6 +5,11 @@ Clients drop or choke on a notification for a session they do not know yet (Zed:
 unknown session"; JetBrains hangs), so an outbox starts closed and opens when the response to the
 ``session/new`` (``load``, ``resume``) that created it has been written: ``ResponseWatch`` sees every frame
 the connection writes and opens the outbox right after that one. No timer is involved.
+
+An outbox is bounded: a client that stops reading its stdin cannot make pisces hold an ever-growing queue.
+When ``limit`` updates are waiting, ``on_overflow`` runs once (the session aborts its run, so the agent stops
+producing) and a warning is logged; past twice the limit, further updates are dropped and counted (said once in
+the log). Everything posted before the overflow is still delivered in order if the client reads again.
 """
 
 from __future__ import annotations
@@ -14,13 +19,19 @@ import logging
 from typing import Any, Awaitable, Callable
 
 Send = Callable[[Any], Awaitable[None]]
+OUTBOX_LIMIT = 20_000  # updates waiting for a client that does not read (a long turn posts a few thousand)
 
 log = logging.getLogger("pisces.acp")
 
 
 class Outbox:
-    def __init__(self, send: Send) -> None:
+    def __init__(self, send: Send, limit: int = OUTBOX_LIMIT,
+                 on_overflow: Callable[[], None] | None = None) -> None:
         self._send = send
+        self._limit = limit
+        self._on_overflow = on_overflow
+        self._overflowed = False
+        self.dropped = 0  # updates refused past twice the limit
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._open = asyncio.Event()
         self._pump = asyncio.ensure_future(self._run())
@@ -34,7 +45,18 @@ class Outbox:
 
     def post(self, update: Any) -> None:
         """Queue ``update``; it is sent once the outbox is open, after everything posted before it."""
+        waiting = self._queue.qsize()
+        if waiting >= 2 * self._limit:
+            if not self.dropped:
+                log.warning("the client reads no session updates: dropping new ones (%d waiting)", waiting)
+            self.dropped += 1
+            return
         self._queue.put_nowait(update)
+        if waiting + 1 >= self._limit and not self._overflowed:
+            self._overflowed = True
+            log.warning("the client has not read %d session updates: stopping the run", waiting + 1)
+            if self._on_overflow is not None:
+                self._on_overflow()
 
     async def send_now(self, update: Any) -> None:
         """Send at once, ahead of the queue: only for the history a ``session/load`` replays before its

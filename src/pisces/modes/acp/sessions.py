@@ -54,7 +54,8 @@ class AcpSession:
         self.session = session
         self.id: str = session.store.get_session_id()
         binding.session_id = self.id
-        self.outbox = Outbox(lambda update: conn.session_update(session_id=self.id, update=update))
+        self.outbox = Outbox(lambda update: conn.session_update(session_id=self.id, update=update),
+                             on_overflow=self._stalled_client)
         self.translator = TurnTranslator(session.cwd, self.outbox.post)
         binding.on_terminal = self.translator.attach_terminal
         self.settings = SessionSettings(session)
@@ -65,6 +66,10 @@ class AcpSession:
         self._aborting: asyncio.Future[Any] | None = None
         self._title: str | None = None
         self._announcing: asyncio.Future[Any] | None = None
+
+    def _stalled_client(self) -> None:
+        """The client stopped reading updates: stop the run rather than queue its output without end."""
+        self._aborting = asyncio.ensure_future(self.session.abort())
 
     # ------------------------------------------------------------------------------------------
     async def replay(self) -> None:
