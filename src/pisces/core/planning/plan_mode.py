@@ -74,6 +74,7 @@ class PlanMode:
     async def set_enabled(self, enabled: bool) -> dict[str, Any]:
         """A person's command: persist, announce, and tell the model with its next prompt (a visible message)."""
         if enabled == self.enabled:
+            self._tools()  # the tool set may have been changed meanwhile (ACP's modes set it)
             return self.state()
         if enabled:
             self._seed = None
