@@ -173,6 +173,8 @@ def test_continue_in_a_new_session_seeded_with_the_plan(home, spawn):
     assert not os.path.exists(os.path.join(home.cwd, "too-early.txt"))
     with open(os.path.join(home.cwd, "b.txt"), encoding="utf-8") as f:
         assert f.read() == "b"
+    with open(state["sessionFile"], encoding="utf-8") as f:
+        assert json.loads(f.readline())["parentSession"] == first  # the new session names the planning one
 
 
 def test_only_the_person_enters_and_bad_input_is_refused(home, spawn):
@@ -188,3 +190,39 @@ def test_only_the_person_enters_and_bad_input_is_refused(home, spawn):
     assert ended(p, "x1")["isError"]
     p.until_type("agent_settled", HANG)
     assert p.ok({"type": "get_state"})["planMode"]["enabled"] is False
+
+
+def test_switching_sessions_restores_plan_mode_and_a_linked_plan_dir_is_refused(home, spawn):
+    # the repository ships .pisces/plans as a link out of the project: the plan file is then not writable
+    outside = os.path.join(home.root, "outside")
+    os.makedirs(outside)
+    os.makedirs(os.path.join(home.cwd, ".pisces"))
+    os.symlink(outside, os.path.join(home.cwd, ".pisces", "plans"))
+    p = spawn("--faux-script", home.faux_script([{"text": "first"}, {"text": "second"}]))
+    typed(p)
+    plan_file = p.ok({"type": "set_plan_mode", "enabled": True})["planMode"]["planFile"]
+    p.send({"id": "p1", "type": "prompt", "message": "look"})
+    p.until_type("agent_settled", HANG)
+    planning = p.ok({"type": "get_state"})["sessionFile"]
+    p.send({"id": "n", "type": "new_session"})
+    frames = p.until(lambda f: f.get("id") == "n", HANG)
+    restored = [f for f in frames if f["type"] == "plan_mode_changed"]
+    assert [(f["enabled"], f["reason"]) for f in restored] == [(False, "restore")]
+    assert p.ok({"type": "get_state"})["planMode"]["enabled"] is False
+    p.send({"id": "p2", "type": "prompt", "message": "something else"})
+    p.until_type("agent_settled", HANG)
+    p.send({"id": "s", "type": "switch_session", "sessionPath": planning})
+    frames = p.until(lambda f: f.get("id") == "s", HANG)
+    assert [(f["enabled"], f["planFile"]) for f in frames if f["type"] == "plan_mode_changed"] == [(True, plan_file)]
+    assert "exit_plan_mode" in p.ok({"type": "get_tools"})["activeToolNames"]
+    p.close()
+
+    q = spawn("--session", planning, "--faux-script", home.faux_script([
+        call("write", "w1", path=rel(home, plan_file), content="plan"),
+        {"text": "ok"},
+    ], name="faux2.json"))
+    q.send({"id": "p3", "type": "prompt", "message": "write the plan"})
+    end = ended(q, "w1")
+    assert end["isError"] and "may change only the plan file" in text_of(end)
+    assert os.listdir(outside) == []
+

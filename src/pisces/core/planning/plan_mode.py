@@ -226,6 +226,8 @@ class PlanMode:
         if answer.reason == "user":
             note = answer.message[len(prefix):].strip()
             note = note[1:-1] if note.startswith("(") and note.endswith(")") else note
+            if note and note[-1] not in ".!?":
+                note += "."
             said = f" The user said: {note}" if note else ""
             return (f"The user rejected the plan.{said} You are still in plan mode: revise the plan file, then call "
                     "exit_plan_mode again.")
