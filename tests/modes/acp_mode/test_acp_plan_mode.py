@@ -20,6 +20,8 @@ def _status(editor: Editor, call_id: str) -> str:
 
 
 async def test_plan_session_mode_refuses_writes_until_the_editor_approves_the_plan(home):
+    with open(os.path.join(home.agent_dir, "settings.json"), "w", encoding="utf-8") as f:
+        f.write('{"plan": {"continueIn": "new"}}')  # not for ACP: the editor starts every turn, so "same"
     script = home.faux_script([
         _call("write", "w1", path="a.txt", content="early"),
         _call("exit_plan_mode", "x1", title="Write a.txt", plan="1. write a.txt\n"),

@@ -60,12 +60,13 @@ class PlanMode:
         self.enabled = False
         self.plan_file: str | None = None
         self._seed: str | None = None  # the first prompt of the new session, once a plan is approved ("new")
-        self._remove_gate: Any = None
+        # a front end where only the person starts a run (ACP: every turn is the editor's prompt) fixes "same"
+        self.fixed_continue_in: str | None = None
 
     # -- state --------------------------------------------------------------------------------------
     @property
     def continue_in(self) -> str:
-        return plan_continue_in(self.session.settings)
+        return self.fixed_continue_in or plan_continue_in(self.session.settings)
 
     def state(self) -> dict[str, Any]:
         """What ``get_state`` shows as ``planMode``."""

@@ -43,6 +43,8 @@ class SessionSettings:
         self.session = session
         self._mode = "default"
         self._default_tools = [t.name for t in session.agent.tools if t.name != "exit_plan_mode"]
+        if session.plan_mode is not None:  # a session resumed in plan mode
+            session.plan_mode.fixed_continue_in = "same"  # only the editor starts a turn: no new session
 
     @property
     def mode(self) -> str:
@@ -64,7 +66,9 @@ class SessionSettings:
         self.session.set_active_tools(tools)
         self._mode = "default" if mode_id == "plan" else mode_id
         if mode_id == "plan":
-            await self.session.load_plan_mode().set_enabled(True)
+            plan_mode = self.session.load_plan_mode()
+            plan_mode.fixed_continue_in = "same"  # only the editor starts a turn: no new session behind its back
+            await plan_mode.set_enabled(True)
 
     def options(self) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
         session = self.session
