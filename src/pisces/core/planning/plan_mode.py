@@ -104,8 +104,8 @@ class PlanMode:
         if self.enabled:
             text = ("<system-reminder>Plan mode is on: the user wants a plan before any change. Explore with read, "
                     f"grep, find and ls (commands are not run), write the plan to {self.plan_file} with write or "
-                    "edit (the only file you may change), then call exit_plan_mode with a short title to ask the "
-                    "user to approve it. The plan must stand on its own: "
+                    "edit (the only file you may change) or pass it to exit_plan_mode as 'plan', and call "
+                    "exit_plan_mode with a short title to ask the user to approve it. The plan must stand on its own: "
                     + ("it is carried out in a new session that sees only the plan." if self.continue_in == "new"
                        else "goals, the files to change, the steps, how to check the result.")
                     + "</system-reminder>")
