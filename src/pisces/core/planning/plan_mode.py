@@ -38,10 +38,11 @@ from pisces.agent.types import AgentTool, AgentToolResult, GateDecision, ToolErr
 from pisces.ai.types import TextContent
 from pisces.core.approval import types as T
 from pisces.core.approval.policy import tier_of
+from pisces.core.planning import PLAN_MODE_ENTRY
 from pisces.core.planning.session_todos import plan_continue_in
 from pisces.core.store import CustomMessage, entry_type
 
-ENTRY_TYPE = "pisces.plan_mode"  # the customType of the session entries that hold the state
+ENTRY_TYPE = PLAN_MODE_ENTRY  # the customType of the session entries that hold the state
 MESSAGE_TYPE = "plan_mode"  # the customType of the messages that tell the model the mode changed
 TOOL_NAME = "exit_plan_mode"
 PLAN_RANK = APPROVAL_RANK - 5  # after the extensions (which may rewrite arguments), before the approval policy
@@ -136,7 +137,7 @@ class PlanMode:
         self.plan_file = path if isinstance(path, str) and path else None
         self._seed = None
         self._tools()
-        if announce and (self.enabled, self.plan_file) != before:
+        if announce and (self.enabled != before[0] or (self.enabled and self.plan_file != before[1])):
             self._announce("restore")
 
     def on_event(self, event: Any) -> None:
@@ -304,8 +305,9 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def attach(session: Any) -> PlanMode:
-    """Give ``session`` plan mode (``session.plan_mode``), restored from its branch; idempotent."""
+def attach(session: Any, announce: bool = False) -> PlanMode:
+    """Give ``session`` plan mode (``session.plan_mode``), restored from its branch (``announce``: with a
+    ``plan_mode_changed`` when that finds it on); idempotent."""
     existing = getattr(session, "plan_mode", None)
     if existing is not None:
         return existing
@@ -315,5 +317,5 @@ def attach(session: Any) -> PlanMode:
     if session.approval is not None:
         session.approval.exempt = plan_mode.is_plan_file
     session.plan_mode = plan_mode
-    plan_mode.restore(announce=False)
+    plan_mode.restore(announce=announce)
     return plan_mode

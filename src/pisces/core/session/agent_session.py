@@ -19,6 +19,7 @@ from pisces.core.config.auth import no_api_key_error
 from pisces.core.config.models_registry import UNKNOWN_MODEL, ModelRegistry, next_thinking_level
 from pisces.core.config.settings import Settings
 from pisces.core.errors import SessionError
+from pisces.core.planning import plan_mode_for
 from pisces.core.planning.session_todos import plan_continue_in
 from pisces.core.resources.templates import expand_prompt_template, list_prompt_commands
 from pisces.core.session import views
@@ -116,18 +117,8 @@ class AgentSession(SessionSwitching):
                 self.load_plan_mode(only_if_used=True)
 
     def load_plan_mode(self, only_if_used: bool = False) -> Any:
-        """Plan mode (docs/planning.md), its module loaded on first use: a person's command, or a branch that
-        has its entry (a resumed session stays in plan mode). None when ``only_if_used`` and it is not used."""
-        if self.plan_mode is None:
-            if only_if_used and not any(getattr(e, "customType", None) == "pisces.plan_mode"
-                                        for e in self.store.get_branch()):
-                return None
-            from pisces.core.planning.plan_mode import attach  # noqa: PLC0415 - only a session that uses it
-
-            was = self.plan_mode = attach(self)
-            if only_if_used and was.enabled:
-                was._announce("restore")
-        return self.plan_mode
+        """Plan mode (docs/planning.md), loaded on first use; None when ``only_if_used`` and it is not used."""
+        return plan_mode_for(self, only_if_used)
 
     @property
     def ui(self) -> SessionUI:
