@@ -381,3 +381,23 @@ def test_browser_shows_the_todo_list_entries(tmp_path):
     shown = html.unescape(re.sub(r"<[^>]*>", "", main))
     assert "Todos" in shown and "[x] t1 TODO-PARSER" in shown and "[>] t2 TODO-TESTS  (half)" in shown
     assert "p1 Build <b>it</b>" in shown and "<b>it</b>" not in main  # the phase name is text, not markup
+
+
+def test_browser_shows_plan_mode_and_the_approved_plan(tmp_path):
+    """``pisces.plan_mode`` entries (docs/planning.md): plan mode on and off are events, an approved plan is a
+    card with its title and the plan rendered as markdown (text, never markup)."""
+    chromium = _chromium()
+    sm = SessionManager.create(str(tmp_path), str(tmp_path / "sessions"))
+    sm.append_message(UserMessage(content=[TextContent(text="plan it")]))
+    sm.append_custom_entry("pisces.plan_mode", {"enabled": True, "planFile": "/w/.pisces/plans/ab-plan.md"})
+    sm.append_custom_entry("pisces.plan_mode", {"enabled": False, "planFile": "/w/.pisces/plans/ab-plan.md",
+                                                "reason": "approved", "title": "PLAN-TITLE",
+                                                "plan": "# Steps\n\n1. STEP-ONE <i>x</i>\n"})
+    sm.append_message(_assistant(TextContent(text="done")))
+    out = str(tmp_path / "plan.html")
+    export_session(SimpleNamespace(store=sm), out)
+    main = _dump_dom(chromium, out, str(tmp_path / "profile")).split('<div id="messages">', 1)[1]
+    shown = html.unescape(re.sub(r"<[^>]*>", "", main))
+    assert "Plan mode on: /w/.pisces/plans/ab-plan.md" in shown
+    assert "Plan approved · PLAN-TITLE" in shown and "STEP-ONE <i>x</i>" in shown
+    assert "<i>x</i>" not in main and "<h1" in main.split("PLAN-TITLE", 1)[1]  # the plan's markdown, escaped

@@ -11,7 +11,7 @@ from e2eproc import Proc, compact
 MODEL_KEYS = {"id", "name", "api", "provider", "baseUrl", "reasoning", "input", "cost", "contextWindow", "maxTokens"}
 STATE_KEYS = {"model", "thinkingLevel", "isStreaming", "isCompacting", "steeringMode", "followUpMode", "interruptMode",
               "queueMode", "sessionFile", "sessionId", "autoCompactionEnabled", "autoRetryEnabled", "messageCount",
-              "pendingMessageCount", "queuedMessageCount", "projectTrusted", "approval", "todoPhases", "sandbox"}
+              "pendingMessageCount", "queuedMessageCount", "projectTrusted", "approval", "todoPhases", "sandbox", "planMode"}
 
 
 def response(rid, command, data=None, *, has_data=True):

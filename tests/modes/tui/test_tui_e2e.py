@@ -265,3 +265,26 @@ def test_fork_and_resume(term):
     term.wait_for("resumed", 30, history=True)
     term.keys("C-d")
     assert stty_same(term)
+
+
+def test_plan_command_and_the_plan_approval_dialog(term):
+    start(term, [{"toolCalls": [{"name": "write", "arguments": {"path": "early.txt", "content": "x"}}]},
+                 {"toolCalls": [{"name": "exit_plan_mode",
+                                 "arguments": {"title": "Tidy up", "plan": "1. remove the dead code\n"}}]},
+                 {"text": "plan carried out"}])
+    term.text("/plan")
+    term.keys("Enter")
+    term.wait_for("plan mode on", 30, history=True)
+    term.wait_for("· plan mode", 10)  # the footer says so
+    term.text("make a plan")
+    term.keys("Enter")
+    term.wait_for("Allow once", 30)
+    capture(term, "plan-approval")
+    screen = term.screen()
+    assert "plan: Tidy up" in screen and "1. remove the dead code" in screen
+    term.keys("Enter")
+    term.wait_for("plan carried out", 30, history=True)
+    assert "Plan mode is on" in term.history()  # the refused write said why
+    assert not os.path.exists(os.path.join(term.cwd, "early.txt"))
+    term.keys("C-u", "C-d")
+    assert stty_same(term)

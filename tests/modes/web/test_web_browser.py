@@ -282,3 +282,27 @@ def test_queue_abort_fork_sessions_tree_and_export(browser, home):
         page.wait_for("document.querySelector('#prompt').value === 'one'")  # navigated: its text to edit
         shot(page, "tree")
         assert page.exceptions() == []
+
+
+def test_the_plan_of_exit_plan_mode_is_approved_from_the_page(browser, home):
+    """Plan mode (docs/planning.md#plan-mode): the approval card of ``exit_plan_mode`` shows the plan file and
+    the plan itself; approving it on the page turns plan mode off."""
+    script = home.faux_script([
+        {"toolCalls": [{"name": "exit_plan_mode", "arguments": {"title": "Web plan", "plan": "1. WEB-STEP\n"}}]},
+        {"text": "Plan approved."}])
+    with WebProc(home, "--provider", "faux", "--faux-script", script) as w:
+        page = open_ui(browser, w)
+        page.eval("window.PiscesApp.call('set_plan_mode', {enabled: true}).then(r => { window.planOn = r; })")
+        page.wait_for("window.planOn && window.planOn.planMode.enabled === true")
+        send_prompt(page, "plan it")
+        page.wait_for("document.querySelector('.card.approval h3')")
+        card = page.eval("(() => { const c = document.querySelector('.card.approval'); return {"
+                         "title: c.querySelector('h3').textContent, what: c.querySelector('pre.identity').textContent,"
+                         "buttons: [...c.querySelectorAll('.buttons button')].map(b => b.textContent)}; })()")
+        assert card["title"] == "Approve exit_plan_mode?" and card["buttons"] == ["Approve", "Deny"]
+        assert card["what"].endswith("-plan.md\n\n1. WEB-STEP\n") and "/.pisces/plans/" in card["what"]
+        page.click(".card.approval .buttons button.primary")
+        page.wait_for("!window.PiscesApp.state.busy && document.querySelector('.tool.done')")
+        page.eval("window.PiscesApp.call('get_state').then(r => { window.after = r; })")
+        page.wait_for("window.after && window.after.planMode.enabled === false")
+        assert page.exceptions() == []

@@ -11,6 +11,9 @@ def identity_lines(identity: dict[str, Any], input_: Any = None) -> list[str]:
     kind = identity.get("kind")
     if kind == "shell":
         return ["Command:", str(identity.get("command", ""))]
+    if kind == "plan":  # plan mode's exit_plan_mode (docs/planning.md)
+        return [f"Plan: {identity.get('title', '')}", f"File: {identity.get('path', '')}",
+                str(identity.get("content", ""))]
     if kind == "write":
         return [f"Path: {identity.get('path', '')}", "Content:", str(identity.get("content", ""))]
     if kind == "edit":

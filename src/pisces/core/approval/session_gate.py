@@ -95,6 +95,8 @@ class SessionApproval:
         self._start_rules = json.dumps([start[0].get("approvalRules"), start[1].get("approvalRules")])
         self._added_allows: set[str] = set()
         self._warned_allows: set[str] = set()
+        # plan mode's one plan file (core/planning/plan_mode.py): a call it names passes this gate unasked
+        self.exempt: Callable[[Any], bool] | None = None
 
     @staticmethod
     def _setting_modes(sections: tuple[dict[str, Any], dict[str, Any]]) -> tuple[Any, Any]:
@@ -263,6 +265,21 @@ class SessionApproval:
             return "only a person can let a command out of the sandbox, and none answered"
         return answer.message
 
+    async def ask_person(self, request: T.ApprovalRequest, signal: Any = None) -> T.ApprovalAnswer:
+        """Ask the approver about ``request`` (not a tool call the policy judged: plan mode's exit), listed in
+        ``pending`` while open, with the session's timeout. Only the answer is returned; nothing is granted."""
+        timeout = self.timeout_ms
+        self._asked += 1
+        key = f"{self._asked}"
+        self.pending[key] = {"toolCallId": request.tool_call_id, "toolName": request.tool_name,
+                             "tier": request.tier, "kind": request.tool_kind, "summary": _summary(request),
+                             "reason": request.detail or "", "requestedAt": int(time.time() * 1000),
+                             "timeoutMs": timeout}
+        try:
+            return await self.current_approver().approve(request, timeout_ms=timeout, signal=signal)
+        finally:
+            self.pending.pop(key, None)
+
     async def before_tool_call(self, info: Any, mode: str | None = None, *, workspace: str | None = None,
                                confined: bool = False, on_crossing: Callable[[], None] | None = None
                                ) -> GateDecision | None:
@@ -270,6 +287,8 @@ class SessionApproval:
         from pisces.core.approval.policy import tier_of  # noqa: PLC0415 - not needed at start-up
         from pisces.core.approval.rules import primary  # noqa: PLC0415 - not needed at start-up
 
+        if self.exempt is not None and not confined and self.exempt(info):
+            return None  # the plan file of plan mode: the one write plan mode exists for (docs/planning.md)
         args = info.args if isinstance(info.args, dict) else {}
         tier = tier_of(info.tool_name, info.tool, args)
         where = workspace or self.cwd

@@ -519,6 +519,18 @@
     return box;
   }
 
+  // Plan mode turned on or off (a pisces.plan_mode entry, docs/planning.md); an approved plan is shown whole
+  function renderPlanMode(e) {
+    var d = isObj(e.data) ? e.data : {};
+    if (typeof d.plan === 'string') {
+      var box = card('custom', 'Plan approved \u00b7 ' + (str(d.title) || 'untitled'), e.timestamp);
+      add(box, el('div', 'note', str(d.planFile)));
+      add(box, markdown(d.plan));
+      return box;
+    }
+    return el('div', 'event', d.enabled === true ? 'Plan mode on: ' + str(d.planFile) : 'Plan mode off');
+  }
+
   function summaryCard(kind, label, summary, timestamp, open) {
     var box = card(kind, label, timestamp);
     var d = el('details', 'summary-text');
@@ -577,6 +589,7 @@
       case 'session_info':
         return e.name ? el('div', 'event', 'Session named: ' + str(e.name)) : null;
       case 'custom':
+        if (e.customType === 'pisces.plan_mode') return renderPlanMode(e);
         return e.customType === 'pisces.todos' ? renderTodos(e) : null;
       case 'label':
         return null;

@@ -167,6 +167,13 @@ class SessionTodos:
         return render(self.list.phases)
 
 
+def plan_continue_in(settings: Any) -> str:
+    """Setting ``plan.continueIn``: where an approved plan is carried out, ``same`` (default) or ``new``
+    (here so that ``get_state`` can show it without loading plan mode's module)."""
+    value = setting(settings, "plan.continueIn", "same")
+    return value if value in ("same", "new") else "same"
+
+
 def todos_enabled(settings: Any) -> bool:
     """Setting ``todo.enabled`` (default true): without it no list, no tool, no ``todoPhases``."""
     return _bool(settings, "todo.enabled", True)

@@ -19,6 +19,8 @@ from pisces.core.config.auth import no_api_key_error
 from pisces.core.config.models_registry import UNKNOWN_MODEL, ModelRegistry, next_thinking_level
 from pisces.core.config.settings import Settings
 from pisces.core.errors import SessionError
+from pisces.core.planning import plan_mode_for
+from pisces.core.planning.session_todos import plan_continue_in
 from pisces.core.resources.templates import expand_prompt_template, list_prompt_commands
 from pisces.core.session import views
 from pisces.core.session.hooks import NoHooks
@@ -74,6 +76,7 @@ class AgentSession(SessionSwitching):
         self.approval: Approval | None = None  # core/approval/session_gate.SessionApproval (docs/approval.md)
         self.todos: Any = None  # pisces.core.planning.session_todos.SessionTodos (docs/planning.md)
         self.ttsr: Any = None  # pisces.core.planning.ttsr.StreamRules, the stream rules (docs/planning.md)
+        self.plan_mode: Any = None  # pisces.core.planning.plan_mode.PlanMode, loaded when first needed
         self.sandbox: Any = None  # pisces.core.sandbox.launch.Sandbox, the OS sandbox of commands (docs/security.md)
         self.is_compacting = False
         self._run_lock = asyncio.Lock()
@@ -107,6 +110,15 @@ class AgentSession(SessionSwitching):
             self.todos.on_event(event)
         if self.ttsr is not None:
             self.ttsr.on_event(event)
+        if isinstance(event, dict) and event.get("type") == "session_changed":
+            if self.plan_mode is not None:
+                self.plan_mode.on_event(event)
+            else:
+                self.load_plan_mode(only_if_used=True)
+
+    def load_plan_mode(self, only_if_used: bool = False) -> Any:
+        """Plan mode (docs/planning.md), loaded on first use; None when ``only_if_used`` and it is not used."""
+        return plan_mode_for(self, only_if_used)
 
     @property
     def ui(self) -> SessionUI:
@@ -331,6 +343,8 @@ class AgentSession(SessionSwitching):
         await self._after_run()
         await self.hooks.drain()  # extension handlers of this run's events are done, their frames written
         self.emit({"type": "agent_settled"})
+        if self.plan_mode is not None:
+            self.plan_mode.after_run()  # an approved plan carried out in a new session starts now
 
     def _continuation(self) -> list[Any] | None:
         """What a stopped run continues with (docs/planning.md): a stream rule's interrupts, or a todo reminder."""
@@ -552,6 +566,8 @@ class AgentSession(SessionSwitching):
             state["todoPhases"] = self.todos.phases
         if self.sandbox is not None:
             state["sandbox"] = self.sandbox.state()
+        state["planMode"] = self.plan_mode.state() if self.plan_mode is not None else \
+            {"enabled": False, "planFile": None, "continueIn": plan_continue_in(self.settings)}
         return state
 
     def session_stats(self) -> dict[str, Any]:

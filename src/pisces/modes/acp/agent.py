@@ -114,14 +114,14 @@ class PiscesAgent:
     # -- settings -------------------------------------------------------------------------------
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> None:
         acp_session = self._get(session_id)
-        acp_session.settings.set_mode(mode_id)
+        await acp_session.settings.set_mode(mode_id)
         acp_session.outbox.post(ConfigOptionUpdate(session_update="config_option_update",
                                                    config_options=acp_session.settings.options()))
 
     async def set_config_option(self, config_id: str, session_id: str, value: Any,
                                 **kwargs: Any) -> SetSessionConfigOptionResponse:
         acp_session = self._get(session_id)
-        acp_session.settings.set_option(config_id, value)
+        await acp_session.settings.set_option(config_id, value)
         if config_id == "mode":
             acp_session.outbox.post(update_current_mode(acp_session.settings.mode))
         return SetSessionConfigOptionResponse(config_options=acp_session.settings.options())

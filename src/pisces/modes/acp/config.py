@@ -1,7 +1,10 @@
 """Session modes and config options: what an editor shows as the mode, model and thinking pickers.
 
-Modes choose the tools the model may use: ``default`` keeps the tools the session started with, and
-``read-only`` leaves only the tools that cannot change anything (read, grep, find, ls). The same choice is
+Modes choose the tools the model may use: ``default`` keeps the tools the session started with,
+``read-only`` leaves only the tools that cannot change anything (read, grep, find, ls), and ``plan`` is pisces'
+plan mode (docs/planning.md#plan-mode: the session's tools, but only reads and the plan file run, until the
+person approves the plan the model submits with ``exit_plan_mode``; then the mode is ``default`` again). The same
+choice is
 also the ``mode`` config option, next to ``model`` (every model that has a key, as ``provider/id``) and
 ``thought_level`` (the thinking levels the current model supports). Every setter answers with the complete
 list of options, as ACP asks.
@@ -27,6 +30,7 @@ READ_ONLY_TOOLS = ("read", "grep", "find", "ls")
 MODES = {
     "default": ("Default", "The session's tools: the model may read, run commands and edit files."),
     "read-only": ("Read-only", "Only read, grep, find and ls: the model can look but not change anything."),
+    "plan": ("Plan", "Plan mode: the model explores and writes a plan file only, then asks you to approve the plan."),
 }
 LEVEL_NAMES = {"off": "Off", "minimal": "Minimal", "low": "Low", "medium": "Medium", "high": "High",
                "xhigh": "Extra high"}
@@ -37,20 +41,34 @@ class SessionSettings:
 
     def __init__(self, session: Any) -> None:
         self.session = session
-        self.mode = "default"
-        self._default_tools = [t.name for t in session.agent.tools]
+        self._mode = "default"
+        self._default_tools = [t.name for t in session.agent.tools if t.name != "exit_plan_mode"]
+        if session.plan_mode is not None:  # a session resumed in plan mode
+            session.plan_mode.fixed_continue_in = "same"  # only the editor starts a turn: no new session
+
+    @property
+    def mode(self) -> str:
+        plan_mode = getattr(self.session, "plan_mode", None)
+        return "plan" if plan_mode is not None and plan_mode.enabled else self._mode
 
     def modes(self) -> SessionModeState:
         return SessionModeState(current_mode_id=self.mode, available_modes=[
             SessionMode(id=mode_id, name=name, description=text) for mode_id, (name, text) in MODES.items()])
 
-    def set_mode(self, mode_id: str) -> None:
+    async def set_mode(self, mode_id: str) -> None:
         if mode_id not in MODES:
             raise RequestError.invalid_params({"modeId": mode_id, "reason": f"unknown mode: use {', '.join(MODES)}"})
-        tools = self._default_tools if mode_id == "default" else \
-            [name for name in READ_ONLY_TOOLS if name in self.session.all_tools]
+        plan_mode = getattr(self.session, "plan_mode", None)
+        if mode_id != "plan" and plan_mode is not None and plan_mode.enabled:
+            await plan_mode.set_enabled(False)
+        tools = [name for name in READ_ONLY_TOOLS if name in self.session.all_tools] if mode_id == "read-only" \
+            else self._default_tools
         self.session.set_active_tools(tools)
-        self.mode = mode_id
+        self._mode = "default" if mode_id == "plan" else mode_id
+        if mode_id == "plan":
+            plan_mode = self.session.load_plan_mode()
+            plan_mode.fixed_continue_in = "same"  # only the editor starts a turn: no new session behind its back
+            await plan_mode.set_enabled(True)
 
     def options(self) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
         session = self.session
@@ -68,13 +86,13 @@ class SessionSettings:
                     [(name, LEVEL_NAMES.get(name, name), None) for name in levels]),
         ]
 
-    def set_option(self, config_id: str, value: Any) -> None:
+    async def set_option(self, config_id: str, value: Any) -> None:
         """Apply one option; a SessionError (unknown model) or a bad value becomes invalid params."""
 
         if not isinstance(value, str):
             raise RequestError.invalid_params({"configId": config_id, "reason": "pisces options take a string value"})
         if config_id == "mode":
-            self.set_mode(value)
+            await self.set_mode(value)
         elif config_id == "model":
             provider, _, model_id = value.partition("/")
             try:

@@ -42,6 +42,8 @@ OPTIONS: dict[str, tuple[str, PermissionOptionKind, str | None]] = {  # option i
 def permission_title(request: ApprovalRequest) -> str:
     command = request.identity.get("command")
     path = request.identity.get("path")
+    if request.identity.get("kind") == "plan":  # plan mode's exit_plan_mode (docs/planning.md)
+        return f"Approve the plan: {request.identity.get('title') or 'untitled'}"
     if isinstance(command, str) and command:
         return f"Run `{toolview.short_command(command)}`"
     if isinstance(path, str) and path:

@@ -23,6 +23,7 @@ from acp import (
     update_plan,
     update_tool_call,
 )
+from acp.helpers import update_current_mode
 from acp.schema import SessionInfoUpdate, TextContentBlock
 
 from pisces.agent.types import (
@@ -95,6 +96,8 @@ class TurnTranslator:
                                   status=_pick(e.get("status"), STATUSES))
                        for e in event["entries"] if isinstance(e, dict)]
             self._post(update_plan(entries))
+        elif kind == "plan_mode_changed":  # plan mode (docs/planning.md): ACP's "plan" session mode
+            self._post(update_current_mode("plan" if event.get("enabled") else "default"))
 
     def _turn_event(self, event: Any) -> None:
         if isinstance(event, MessageUpdateEvent):

@@ -565,6 +565,13 @@ def h_set_todos(server: Any, cmd: dict[str, Any]) -> Any:
         raise RpcError(f"Invalid todos: {exc}") from None
 
 
+async def h_set_plan_mode(server: Any, cmd: dict[str, Any]) -> Any:
+    enabled = cmd.get("enabled")
+    if not isinstance(enabled, bool):
+        raise RpcError(f"set_plan_mode needs 'enabled': true or false, got {_kind(enabled)}")
+    return {"planMode": await server.session.load_plan_mode().set_enabled(enabled)}
+
+
 def h_clear_queue(server: Any, cmd: dict[str, Any]) -> Any:
     steering, follow_up = server.session.clear_queue()
     return {"steering": steering, "followUp": follow_up}
@@ -625,6 +632,7 @@ COMMANDS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "remove_approval_rule": h_remove_approval_rule,
     "set_approval_mode": h_set_approval_mode,
     "set_todos": h_set_todos,
+    "set_plan_mode": h_set_plan_mode,
     "rename_session": h_rename_session,
     "delete_session": h_delete_session,
     "mcp_status": h_mcp_status,

@@ -31,6 +31,7 @@ COMMANDS = {
     "/thinking": "set the thinking level (/thinking high)",
     "/new": "start a new session",
     "/compact": "compact the context (/compact [instructions])",
+    "/plan": "plan mode on or off (/plan, /plan on, /plan off)",
     "/name": "name the session",
     "/session": "file, tokens and cost of this session",
     "/export": "write the session as HTML",

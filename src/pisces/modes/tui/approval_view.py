@@ -20,6 +20,12 @@ def approval_dialog(ev: dict[str, Any], width: int) -> dict[str, Any]:
     if kind == "shell":
         for r in wrap("$ " + clean(str(identity.get("command", ""))), width - 2)[:8]:
             body.append("│ " + style(r, 1))
+    elif kind == "plan":  # plan mode's exit_plan_mode: the plan itself (docs/planning.md)
+        body.append("│ " + style("plan: " + clean(str(identity.get("title", ""))), 1))
+        lines = clean(str(identity.get("content", ""))).split("\n")
+        body.extend("│ " + line for line in lines[:20])
+        if len(lines) > 20:
+            body.append("│ " + style(f"… {len(lines) - 20} more lines in {clean(str(identity.get('path', '')))}", 2))
     elif kind in ("write", "edit", "read", "path"):
         body.append("│ " + style(clean(str(identity.get("path", ""))), 1))
         if kind == "edit":

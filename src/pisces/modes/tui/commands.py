@@ -58,6 +58,15 @@ async def run_command(app: Any, text: str) -> None:
         await app.refresh_state()
     elif name == "/compact":
         await ask({"type": "compact", **({"customInstructions": rest} if rest else {})})
+    elif name == "/plan":  # plan mode (docs/planning.md): /plan switches it, /plan on|off sets it
+        if rest not in ("", "on", "off"):
+            raise RuntimeError("use /plan, /plan on or /plan off")
+        current = ((await ask({"type": "get_state"})) or {}).get("planMode") or {}
+        enabled = rest == "on" if rest else not current.get("enabled")
+        plan = (await ask({"type": "set_plan_mode", "enabled": enabled}))["planMode"]
+        t.note(f"plan mode on: only reads and {plan.get('planFile')} until you approve the plan" if plan["enabled"]
+               else "plan mode off", 2)
+        await app.refresh_state()
     elif name == "/name":
         await ask({"type": "set_session_name", "name": rest})
         await app.refresh_state()

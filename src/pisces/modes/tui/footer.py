@@ -54,6 +54,8 @@ def footer_rows(state: dict[str, Any], usage: dict[str, Any], busy: bool, status
         approval = approval.get("mode")
     if approval:
         parts.append(f"approval {approval}")
+    if (state.get("planMode") or {}).get("enabled"):
+        parts.append("plan mode")
     if busy:
         parts.insert(0, "●")
     return [fit(style(first, 2), width), fit(style(" · ".join(parts), 2), width)]
