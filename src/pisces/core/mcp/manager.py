@@ -33,15 +33,6 @@ from pisces.core.mcp.tools import McpTool
 from pisces.core.tools.groups import replace_tool_group
 
 _GROUPS: set[int] = set()  # process groups of live stdio servers (for kill_all)
-_SPAWN_LOCKS: dict[int, asyncio.Lock] = {}  # one per event loop (a lock is bound to the loop that first waits on it)
-
-
-def _spawn_lock() -> asyncio.Lock:
-    loop = asyncio.get_running_loop()
-    lock = _SPAWN_LOCKS.get(id(loop))
-    if lock is None or getattr(lock, "_loop", loop) not in (None, loop):
-        lock = _SPAWN_LOCKS[id(loop)] = asyncio.Lock()
-    return lock
 
 
 def _load_sdk() -> Any:
@@ -50,6 +41,8 @@ def _load_sdk() -> Any:
     import mcp.client.session  # noqa: PLC0415 - idem
     import mcp.client.stdio  # noqa: F401, PLC0415 - idem
     import mcp_types  # noqa: PLC0415 - idem
+
+    import pisces.core.mcp.stdio  # noqa: F401, PLC0415 - idem (pisces' stdio transport, over the SDK's types)
 
     return mcp_types
 
@@ -67,26 +60,6 @@ def kill_all() -> None:
 
 
 atexit.register(kill_all)  # however pisces leaves (short of SIGKILL), no server outlives it
-
-
-def _children() -> set[int]:
-    """Our direct children that lead their own process group (what a stdio server is)."""
-    me, out = os.getpid(), set[int]()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return out
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == me and int(fields[2]) == int(entry):
-            out.add(int(entry))
-    return out
 
 
 class Server:
@@ -211,18 +184,15 @@ class Server:
 
     async def _open(self, stack: contextlib.AsyncExitStack, real: ServerConfig) -> Any:
         if real.transport == "stdio":
-            from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: PLC0415 - per transport
+            from pisces.core.mcp.stdio import stdio_transport  # noqa: PLC0415 - needs the SDK, loaded by _run
 
-            params = StdioServerParameters(command=real.command, args=real.args, env=real.env or None,
-                                           cwd=real.cwd or self.manager.cwd, encoding_error_handler="replace")
-            async with _spawn_lock():  # spawn one at a time, to learn the new child's process group
-                before = _children()
-                streams = await stack.enter_async_context(stdio_client(params, errlog=self.manager.errlog()))
-                new = _children() - before
-            if len(new) == 1:
-                self.pgid = new.pop()
-                _GROUPS.add(self.pgid)
-            return streams
+            def spawned(pgid: int) -> None:
+                self.pgid = pgid
+                _GROUPS.add(pgid)
+
+            return await stack.enter_async_context(stdio_transport(
+                real.command, real.args, real.env or None, real.cwd or self.manager.cwd, self.manager.errlog(),
+                on_spawn=spawned))
         if real.transport == "sse":
             from mcp.client.sse import sse_client  # noqa: PLC0415 - per transport
 
