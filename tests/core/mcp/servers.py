@@ -134,6 +134,12 @@ def main() -> None:
     if kind == "garbage":
         sys.stdout.write("this is not json\n{\"also\": broken\n")
         sys.stdout.flush()
+    if kind == "parent":  # a server with a child of its own (like npx -> node), in its process group
+        import subprocess
+
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)", *sys.argv[2:]])
+        good_server().run("stdio")
+        return
     if kind == "huge":
         huge_server(int(sys.argv[2]) if len(sys.argv) > 2 else 100)
         return
