@@ -82,7 +82,9 @@ class Server:
     # -- status ------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         out = {**self.cfg.public(), "status": self.state, "enabled": self.cfg.enabled,
-               "tools": [t.name for t in self.tools]}
+               "tools": [t.name for t in self.tools],
+               "prompts": [f"mcp:{self.cfg.name}:{getattr(p, 'name', '')}" for p in self.prompts],
+               "resources": len(self.resources)}
         if self.error:
             out["error"] = self.error
         if self.server_info:
@@ -306,6 +308,7 @@ class McpManager:
         self.deferred: set[str] = set()  # MCP tools behind mcp_tool_search
         self.loaded: set[str] = set()  # deferred tools the model loaded with it
         self._refreshing: set[str] = set()
+        self._again: set[str] = set()  # a list_changed came during the refresh: one more
         self._errlog: Any = None
 
     def errlog(self) -> Any:
@@ -374,20 +377,44 @@ class McpManager:
         self.deferred -= set(names)
 
     def schedule_refresh(self, server: Server) -> None:
-        if server.cfg.name in self._refreshing:  # a flood of list_changed: one refresh at a time
+        """A ``*/list_changed`` notification: tools, prompts and resources are listed again. A flood costs one
+        refresh at a time, and one that arrives during a refresh is followed by one more (none is lost)."""
+        name = server.cfg.name
+        if name in self._refreshing:
+            self._again.add(name)
             return
-        self._refreshing.add(server.cfg.name)
+        self._refreshing.add(name)
 
         async def run() -> None:
             try:
-                await asyncio.sleep(0.05)
-                await server.refresh()
-            except Exception as exc:  # noqa: BLE001 - a failed refresh keeps the old lists
-                self.note(server.cfg.name, f"refresh failed: {exc}")
+                while True:
+                    self._again.discard(name)
+                    await asyncio.sleep(0.05)
+                    try:
+                        await server.refresh()
+                    except Exception as exc:  # noqa: BLE001 - a failed refresh keeps the old lists
+                        self.note(name, f"refresh failed: {exc}")
+                    if name not in self._again:
+                        break
             finally:
-                self._refreshing.discard(server.cfg.name)
+                self._refreshing.discard(name)
 
         asyncio.get_running_loop().create_task(run())
+
+    def commands(self) -> list[dict[str, Any]]:
+        """The servers' prompts as ``get_commands`` items (``mcp:<server>:<prompt>``)."""
+        from pisces.core.mcp.prompts import commands  # noqa: PLC0415 - same package
+
+        return commands(self.servers)
+
+    async def expand_input(self, text: str) -> tuple[str, list[Any]]:
+        """A prompt's text with ``/mcp:<server>:<prompt>`` rendered and ``@mcp:<server>:<uri>`` attached, and
+        the images the prompt brought (pisces.core.mcp.prompts)."""
+        if "mcp:" not in text:
+            return text, []
+        from pisces.core.mcp.prompts import expand_input  # noqa: PLC0415 - same package
+
+        return await expand_input(self, text)
 
     def status(self) -> dict[str, Any]:
         out: dict[str, Any] = {"servers": [s.status() for s in self.servers.values()],
