@@ -140,6 +140,10 @@ def main() -> None:
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)", *sys.argv[2:]])
         good_server().run("stdio")
         return
+    if kind == "slowstart":  # a good server that takes its time to start
+        time.sleep(float(sys.argv[2]))
+        good_server().run("stdio")
+        return
     if kind == "huge":
         huge_server(int(sys.argv[2]) if len(sys.argv) > 2 else 100)
         return

@@ -75,6 +75,8 @@ class Server:
         self.resources: list[Any] = []
         self.server_info: dict[str, Any] | None = None
         self.pgid: int | None = None
+        self.cached = False  # the tools are the cached definitions of an earlier connection
+        self._saved: list[dict[str, Any]] | None = None
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self.ready = asyncio.Event()
@@ -84,7 +86,7 @@ class Server:
         out = {**self.cfg.public(), "status": self.state, "enabled": self.cfg.enabled,
                "tools": [t.name for t in self.tools],
                "prompts": [f"mcp:{self.cfg.name}:{getattr(p, 'name', '')}" for p in self.prompts],
-               "resources": len(self.resources)}
+               "resources": len(self.resources), "cached": self.cached}
         if self.error:
             out["error"] = self.error
         if self.server_info:
@@ -239,6 +241,8 @@ class Server:
             cursor = page.next_cursor
             if not cursor:
                 break
+        self.cached = False
+        self._save_cache(tools)
         keep = [t for t in tools if self._wanted(t.name)]
         self._set_tools([McpTool(self.cfg.name, t, self.call, self.cfg.approval_tier) for t in keep])
         if caps is None or getattr(caps, "prompts", None) is not None:
@@ -249,6 +253,25 @@ class Server:
                 self.resources = list((await session.list_resources()).resources)
                 self.manager.tools_changed(self)  # the resource tool lists them
 
+    def _save_cache(self, tools: list[Any]) -> None:
+        from pisces.core.mcp import cache  # noqa: PLC0415 - same package
+
+        defs = cache.definitions(tools)
+        if defs != self._saved:
+            cache.save(self.manager.agent_dir, self.cfg, defs)
+            self._saved = defs
+
+    def offer_cached(self) -> None:
+        """Before the first connection: the tools of the last one, whose calls wait for the server."""
+        from pisces.core.mcp import cache  # noqa: PLC0415 - same package
+
+        defs = cache.load(self.manager.agent_dir, self.cfg)
+        if not defs or self.tools:
+            return
+        self._saved, self.cached = defs, True
+        self._set_tools([McpTool(self.cfg.name, d, self.call, self.cfg.approval_tier)
+                         for d in defs if self._wanted(d["name"])])
+
     def _wanted(self, name: str) -> bool:
         if self.cfg.include_tools is not None and not glob_any(self.cfg.include_tools, name):
             return False
@@ -257,6 +280,8 @@ class Server:
     def _set_tools(self, tools: list[McpTool]) -> None:
         before = [t.name for t in self.tools]
         self.tools = tools
+        if not tools:
+            self.cached = False
         if before != [t.name for t in tools] or tools:
             self.manager.tools_changed(self)
 
@@ -303,6 +328,7 @@ class McpManager:
     def __init__(self, session: Any, config: McpConfig) -> None:
         self.session, self.config = session, config
         self.cwd = session.cwd
+        self.agent_dir: str = session.settings.agent_dir
         self.servers = {name: Server(self, cfg) for name, cfg in config.servers.items()}
         self.notes: list[dict[str, Any]] = []
         self.deferred: set[str] = set()  # MCP tools behind mcp_tool_search
@@ -321,6 +347,7 @@ class McpManager:
     def start(self) -> None:
         for server in self.servers.values():
             if server.cfg.enabled and server.cfg.name not in self.config.disabled:
+                server.offer_cached()
                 server.start()
             else:
                 server.state = "disabled"
