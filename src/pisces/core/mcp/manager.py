@@ -62,6 +62,20 @@ def kill_all() -> None:
 atexit.register(kill_all)  # however pisces leaves (short of SIGKILL), no server outlives it
 
 
+def _login_required(exc: BaseException | None, depth: int = 0) -> BaseException | None:
+    """The LoginRequired somewhere in ``exc`` (groups, causes, contexts), if any."""
+    if exc is None or depth > 8:
+        return None
+    if type(exc).__name__ == "LoginRequired":
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for sub in exc.exceptions:
+            found = _login_required(sub, depth + 1)
+            if found is not None:
+                return found
+    return _login_required(exc.__cause__ or exc.__context__, depth + 1)
+
+
 class Server:
     """One configured server and its connection task."""
 
@@ -75,6 +89,8 @@ class Server:
         self.resources: list[Any] = []
         self.server_info: dict[str, Any] | None = None
         self.pgid: int | None = None
+        self.auth: Any = None  # the OAuth provider of a remote server (pisces.core.mcp.oauth)
+        self.needs_login: str | None = None  # why the person must run 'pisces mcp login NAME'
         self.cached = False  # the tools are the cached definitions of an earlier connection
         self._saved: list[dict[str, Any]] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -89,6 +105,10 @@ class Server:
                "resources": len(self.resources), "cached": self.cached}
         if self.error:
             out["error"] = self.error
+        if self.needs_login and self.state == "failed":
+            out["needsLogin"] = True
+        if self.auth is not None:
+            out["auth"] = self.auth.store.status()
         if self.server_info:
             out["serverInfo"] = self.server_info
         return out
@@ -96,7 +116,8 @@ class Server:
     def _set(self, state: str, error: str | None = None) -> None:
         self.state, self.error = state, error
         self.manager.emit({"type": "mcp_server_status", "server": self.cfg.name, "status": state,
-                           **({"error": error} if error else {})})
+                           **({"error": error} if error else {}),
+                           **({"needsLogin": True} if state == "failed" and self.needs_login else {})})
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -159,6 +180,7 @@ class Server:
                     info = getattr(result, "server_info", None)
                     self.server_info = {"name": getattr(info, "name", ""), "version": getattr(info, "version", "")}
                     await self.refresh()
+                self.needs_login = None
                 self._set("connected")
                 self.ready.set()
                 assert self._stop is not None
@@ -177,9 +199,16 @@ class Server:
                 self._set("failed", "the server closed the connection")
 
     def _fail(self, exc: BaseException) -> None:
+        login = _login_required(exc)
         while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
             exc = exc.exceptions[0]
-        if isinstance(exc, TimeoutError):
+        if login is not None:
+            text = str(login)
+            asked, self.needs_login = self.needs_login, text
+            if asked is None:  # one clear request to the person, not one per reconnect
+                with contextlib.suppress(Exception):
+                    self.manager.session.ui.notify(text, "warning")
+        elif isinstance(exc, TimeoutError):
             text = f"no answer to initialize within {self.cfg.timeout_ms} ms"
         else:
             text = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
@@ -197,14 +226,19 @@ class Server:
             return await stack.enter_async_context(stdio_transport(
                 real.command, real.args, real.env or None, real.cwd or self.manager.cwd, self.manager.errlog(),
                 on_spawn=spawned))
+        auth = None
+        from pisces.core.mcp.oauth import session_provider, wants_oauth  # noqa: PLC0415 - remote servers only
+
+        if wants_oauth(real):
+            auth = self.auth = session_provider(self.manager.agent_dir, self.cfg)
         if real.transport == "sse":
             from mcp.client.sse import sse_client  # noqa: PLC0415 - per transport
 
-            return await stack.enter_async_context(sse_client(real.url, headers=real.headers))
+            return await stack.enter_async_context(sse_client(real.url, headers=real.headers, auth=auth))
         import httpx2  # noqa: PLC0415 - remote servers only
 
         client = await stack.enter_async_context(httpx2.AsyncClient(
-            headers=real.headers, timeout=httpx2.Timeout(30.0, read=real.tool_timeout_ms / 1000)))
+            headers=real.headers, auth=auth, timeout=httpx2.Timeout(30.0, read=real.tool_timeout_ms / 1000)))
         from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415 - per transport
 
         return await stack.enter_async_context(streamable_http_client(real.url, http_client=client))
