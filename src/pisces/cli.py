@@ -219,6 +219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pisces.modes.rules_cli import run_rules  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_rules(words[1:])
+    if words[:2] in (["mcp", "login"], ["mcp", "logout"], ["mcp", "list"]):  # MCP servers (docs/mcp.md)
+        from pisces.modes.mcp_cli import run_mcp  # noqa: PLC0415 - only the chosen mode is imported
+
+        return run_mcp(words[1:])
     if words[:1] == ["attach"]:  # the terminal UI on a session served by --mode web (docs/tui.md)
         from pisces.modes.tui.attach import run_attach  # noqa: PLC0415 - only the chosen mode is imported
 

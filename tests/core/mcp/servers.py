@@ -13,6 +13,7 @@ import sys
 import time
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts import Prompt
 
 
 def good_server():
@@ -51,6 +52,32 @@ def good_server():
             await ctx.session.send_tool_list_changed()
         return "flooded"
 
+    @app.tool()
+    async def slow(seconds: float = 600) -> str:
+        """Sleep, then answer."""
+        import asyncio
+
+        await asyncio.sleep(seconds)
+        return "slept"
+
+    @app.tool()
+    async def grow(ctx: Context) -> str:
+        """Add a prompt and a resource, and say that both lists changed."""
+
+        def later(subject: str, tone: str = "plain") -> str:
+            """Added while running."""
+            return f"Later: {subject} ({tone})"
+
+        app.add_prompt(Prompt.from_function(later, name="later"))
+
+        @app.resource("note://later")
+        def later_note() -> str:
+            return "later resource"
+
+        await ctx.session.send_prompt_list_changed()
+        await ctx.session.send_resource_list_changed()
+        return "grown"
+
     @app.prompt()
     def review(topic: str) -> str:
         """A review prompt."""
@@ -61,6 +88,39 @@ def good_server():
         return "hello resource"
 
     return app
+
+
+def huge_server(megabytes: int) -> None:
+    """A JSON-RPC server written by hand whose tool 'huge' answers one line of ``megabytes`` MB (the id last),
+    and 'small' answers normally."""
+    import json
+
+    def send(obj):
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+    for line in sys.stdin:
+        msg = json.loads(line)
+        method, ident = msg.get("method"), msg.get("id")
+        if method == "initialize":
+            send({"jsonrpc": "2.0", "id": ident, "result": {
+                "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                "serverInfo": {"name": "huge", "version": "1"}}})
+        elif method == "tools/list":
+            send({"jsonrpc": "2.0", "id": ident, "result": {"tools": [
+                {"name": n, "inputSchema": {"type": "object"}} for n in ("huge", "small")]}})
+        elif method == "tools/call" and msg["params"]["name"] == "huge":
+            out = sys.stdout
+            out.write('{"jsonrpc": "2.0", "result": {"content": [{"type": "text", "text": "')
+            block = "x" * (1 << 20)
+            for _ in range(megabytes):
+                out.write(block)
+            out.write('"}]}, "id": %s}\n' % json.dumps(ident))
+            out.flush()
+        elif method == "tools/call":
+            send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "small"}]}})
+        elif ident is not None:
+            send({"jsonrpc": "2.0", "id": ident, "result": {}})
 
 
 def main() -> None:
@@ -74,6 +134,22 @@ def main() -> None:
     if kind == "garbage":
         sys.stdout.write("this is not json\n{\"also\": broken\n")
         sys.stdout.flush()
+    if kind == "parent":  # a server with a child of its own (like npx -> node), in its process group
+        import subprocess
+
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)", *sys.argv[2:]])
+        good_server().run("stdio")
+        return
+    if kind == "slowstart":  # a good server that takes its time to start
+        time.sleep(float(sys.argv[2]))
+        good_server().run("stdio")
+        return
+    if kind == "huge":
+        huge_server(int(sys.argv[2]) if len(sys.argv) > 2 else 100)
+        return
+    if kind == "good-sse":
+        good_server().run("sse", host="127.0.0.1", port=int(sys.argv[2]))
+        return
     if kind == "good-http":
         good_server().run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
         return

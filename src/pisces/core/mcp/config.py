@@ -36,7 +36,7 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 DEFAULT_TIMEOUT_MS = 30_000
 DEFAULT_TOOL_TIMEOUT_MS = 600_000
 _KNOWN = {"type", "command", "args", "env", "cwd", "url", "headers", "enabled", "timeout", "toolTimeout",
-          "includeTools", "excludeTools", "approvalTier", "alwaysLoad", "description", "$schema"}
+          "includeTools", "excludeTools", "approvalTier", "alwaysLoad", "description", "$schema", "oauth"}
 
 
 class ConfigError(ValueError):
@@ -62,6 +62,7 @@ class ServerConfig:
     exclude_tools: list[str] = field(default_factory=list)
     approval_tier: str = "exec"
     always_load: bool = False
+    oauth: bool | None = None  # a remote server: False never uses OAuth (default: unless headers authorize)
 
     def public(self) -> dict[str, Any]:
         """What status reports show: the configuration as written (``${VAR}`` unexpanded, so no secret)."""
@@ -161,6 +162,10 @@ def parse_server(name: str, raw: Any, source: str, scope: str) -> ServerConfig:
         cfg.approval_tier = raw["approvalTier"]
     if "alwaysLoad" in raw:
         cfg.always_load = bool(raw["alwaysLoad"])
+    if "oauth" in raw:
+        if not isinstance(raw["oauth"], bool):
+            raise ConfigError(f"{where}: oauth must be true or false")
+        cfg.oauth = raw["oauth"]
     return cfg
 
 

@@ -33,15 +33,6 @@ from pisces.core.mcp.tools import McpTool
 from pisces.core.tools.groups import replace_tool_group
 
 _GROUPS: set[int] = set()  # process groups of live stdio servers (for kill_all)
-_SPAWN_LOCKS: dict[int, asyncio.Lock] = {}  # one per event loop (a lock is bound to the loop that first waits on it)
-
-
-def _spawn_lock() -> asyncio.Lock:
-    loop = asyncio.get_running_loop()
-    lock = _SPAWN_LOCKS.get(id(loop))
-    if lock is None or getattr(lock, "_loop", loop) not in (None, loop):
-        lock = _SPAWN_LOCKS[id(loop)] = asyncio.Lock()
-    return lock
 
 
 def _load_sdk() -> Any:
@@ -50,6 +41,8 @@ def _load_sdk() -> Any:
     import mcp.client.session  # noqa: PLC0415 - idem
     import mcp.client.stdio  # noqa: F401, PLC0415 - idem
     import mcp_types  # noqa: PLC0415 - idem
+
+    import pisces.core.mcp.stdio  # noqa: F401, PLC0415 - idem (pisces' stdio transport, over the SDK's types)
 
     return mcp_types
 
@@ -69,24 +62,18 @@ def kill_all() -> None:
 atexit.register(kill_all)  # however pisces leaves (short of SIGKILL), no server outlives it
 
 
-def _children() -> set[int]:
-    """Our direct children that lead their own process group (what a stdio server is)."""
-    me, out = os.getpid(), set[int]()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return out
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == me and int(fields[2]) == int(entry):
-            out.add(int(entry))
-    return out
+def _login_required(exc: BaseException | None, depth: int = 0) -> BaseException | None:
+    """The LoginRequired somewhere in ``exc`` (groups, causes, contexts), if any."""
+    if exc is None or depth > 8:
+        return None
+    if type(exc).__name__ == "LoginRequired":
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for sub in exc.exceptions:
+            found = _login_required(sub, depth + 1)
+            if found is not None:
+                return found
+    return _login_required(exc.__cause__ or exc.__context__, depth + 1)
 
 
 class Server:
@@ -102,6 +89,10 @@ class Server:
         self.resources: list[Any] = []
         self.server_info: dict[str, Any] | None = None
         self.pgid: int | None = None
+        self.auth: Any = None  # the OAuth provider of a remote server (pisces.core.mcp.oauth)
+        self.needs_login: str | None = None  # why the person must run 'pisces mcp login NAME'
+        self.cached = False  # the tools are the cached definitions of an earlier connection
+        self._saved: list[dict[str, Any]] | None = None
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self.ready = asyncio.Event()
@@ -109,9 +100,15 @@ class Server:
     # -- status ------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         out = {**self.cfg.public(), "status": self.state, "enabled": self.cfg.enabled,
-               "tools": [t.name for t in self.tools]}
+               "tools": [t.name for t in self.tools],
+               "prompts": [f"mcp:{self.cfg.name}:{getattr(p, 'name', '')}" for p in self.prompts],
+               "resources": len(self.resources), "cached": self.cached}
         if self.error:
             out["error"] = self.error
+        if self.needs_login and self.state == "failed":
+            out["needsLogin"] = True
+        if self.auth is not None:
+            out["auth"] = self.auth.store.status()
         if self.server_info:
             out["serverInfo"] = self.server_info
         return out
@@ -119,7 +116,8 @@ class Server:
     def _set(self, state: str, error: str | None = None) -> None:
         self.state, self.error = state, error
         self.manager.emit({"type": "mcp_server_status", "server": self.cfg.name, "status": state,
-                           **({"error": error} if error else {})})
+                           **({"error": error} if error else {}),
+                           **({"needsLogin": True} if state == "failed" and self.needs_login else {})})
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -182,6 +180,7 @@ class Server:
                     info = getattr(result, "server_info", None)
                     self.server_info = {"name": getattr(info, "name", ""), "version": getattr(info, "version", "")}
                     await self.refresh()
+                self.needs_login = None
                 self._set("connected")
                 self.ready.set()
                 assert self._stop is not None
@@ -200,9 +199,16 @@ class Server:
                 self._set("failed", "the server closed the connection")
 
     def _fail(self, exc: BaseException) -> None:
+        login = _login_required(exc)
         while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
             exc = exc.exceptions[0]
-        if isinstance(exc, TimeoutError):
+        if login is not None:
+            text = str(login)
+            asked, self.needs_login = self.needs_login, text
+            if asked is None:  # one clear request to the person, not one per reconnect
+                with contextlib.suppress(Exception):
+                    self.manager.session.ui.notify(text, "warning")
+        elif isinstance(exc, TimeoutError):
             text = f"no answer to initialize within {self.cfg.timeout_ms} ms"
         else:
             text = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
@@ -211,26 +217,28 @@ class Server:
 
     async def _open(self, stack: contextlib.AsyncExitStack, real: ServerConfig) -> Any:
         if real.transport == "stdio":
-            from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: PLC0415 - per transport
+            from pisces.core.mcp.stdio import stdio_transport  # noqa: PLC0415 - needs the SDK, loaded by _run
 
-            params = StdioServerParameters(command=real.command, args=real.args, env=real.env or None,
-                                           cwd=real.cwd or self.manager.cwd, encoding_error_handler="replace")
-            async with _spawn_lock():  # spawn one at a time, to learn the new child's process group
-                before = _children()
-                streams = await stack.enter_async_context(stdio_client(params, errlog=self.manager.errlog()))
-                new = _children() - before
-            if len(new) == 1:
-                self.pgid = new.pop()
-                _GROUPS.add(self.pgid)
-            return streams
+            def spawned(pgid: int) -> None:
+                self.pgid = pgid
+                _GROUPS.add(pgid)
+
+            return await stack.enter_async_context(stdio_transport(
+                real.command, real.args, real.env or None, real.cwd or self.manager.cwd, self.manager.errlog(),
+                on_spawn=spawned))
+        auth = None
+        from pisces.core.mcp.oauth import session_provider, wants_oauth  # noqa: PLC0415 - remote servers only
+
+        if wants_oauth(real):
+            auth = self.auth = session_provider(self.manager.agent_dir, self.cfg)
         if real.transport == "sse":
             from mcp.client.sse import sse_client  # noqa: PLC0415 - per transport
 
-            return await stack.enter_async_context(sse_client(real.url, headers=real.headers))
+            return await stack.enter_async_context(sse_client(real.url, headers=real.headers, auth=auth))
         import httpx2  # noqa: PLC0415 - remote servers only
 
         client = await stack.enter_async_context(httpx2.AsyncClient(
-            headers=real.headers, timeout=httpx2.Timeout(30.0, read=real.tool_timeout_ms / 1000)))
+            headers=real.headers, auth=auth, timeout=httpx2.Timeout(30.0, read=real.tool_timeout_ms / 1000)))
         from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415 - per transport
 
         return await stack.enter_async_context(streamable_http_client(real.url, http_client=client))
@@ -267,6 +275,8 @@ class Server:
             cursor = page.next_cursor
             if not cursor:
                 break
+        self.cached = False
+        self._save_cache(tools)
         keep = [t for t in tools if self._wanted(t.name)]
         self._set_tools([McpTool(self.cfg.name, t, self.call, self.cfg.approval_tier) for t in keep])
         if caps is None or getattr(caps, "prompts", None) is not None:
@@ -277,6 +287,25 @@ class Server:
                 self.resources = list((await session.list_resources()).resources)
                 self.manager.tools_changed(self)  # the resource tool lists them
 
+    def _save_cache(self, tools: list[Any]) -> None:
+        from pisces.core.mcp import cache  # noqa: PLC0415 - same package
+
+        defs = cache.definitions(tools)
+        if defs != self._saved:
+            cache.save(self.manager.agent_dir, self.cfg, defs)
+            self._saved = defs
+
+    def offer_cached(self) -> None:
+        """Before the first connection: the tools of the last one, whose calls wait for the server."""
+        from pisces.core.mcp import cache  # noqa: PLC0415 - same package
+
+        defs = cache.load(self.manager.agent_dir, self.cfg)
+        if not defs or self.tools:
+            return
+        self._saved, self.cached = defs, True
+        self._set_tools([McpTool(self.cfg.name, d, self.call, self.cfg.approval_tier)
+                         for d in defs if self._wanted(d["name"])])
+
     def _wanted(self, name: str) -> bool:
         if self.cfg.include_tools is not None and not glob_any(self.cfg.include_tools, name):
             return False
@@ -285,6 +314,8 @@ class Server:
     def _set_tools(self, tools: list[McpTool]) -> None:
         before = [t.name for t in self.tools]
         self.tools = tools
+        if not tools:
+            self.cached = False
         if before != [t.name for t in tools] or tools:
             self.manager.tools_changed(self)
 
@@ -331,11 +362,13 @@ class McpManager:
     def __init__(self, session: Any, config: McpConfig) -> None:
         self.session, self.config = session, config
         self.cwd = session.cwd
+        self.agent_dir: str = session.settings.agent_dir
         self.servers = {name: Server(self, cfg) for name, cfg in config.servers.items()}
         self.notes: list[dict[str, Any]] = []
         self.deferred: set[str] = set()  # MCP tools behind mcp_tool_search
         self.loaded: set[str] = set()  # deferred tools the model loaded with it
         self._refreshing: set[str] = set()
+        self._again: set[str] = set()  # a list_changed came during the refresh: one more
         self._errlog: Any = None
 
     def errlog(self) -> Any:
@@ -348,6 +381,7 @@ class McpManager:
     def start(self) -> None:
         for server in self.servers.values():
             if server.cfg.enabled and server.cfg.name not in self.config.disabled:
+                server.offer_cached()
                 server.start()
             else:
                 server.state = "disabled"
@@ -404,20 +438,44 @@ class McpManager:
         self.deferred -= set(names)
 
     def schedule_refresh(self, server: Server) -> None:
-        if server.cfg.name in self._refreshing:  # a flood of list_changed: one refresh at a time
+        """A ``*/list_changed`` notification: tools, prompts and resources are listed again. A flood costs one
+        refresh at a time, and one that arrives during a refresh is followed by one more (none is lost)."""
+        name = server.cfg.name
+        if name in self._refreshing:
+            self._again.add(name)
             return
-        self._refreshing.add(server.cfg.name)
+        self._refreshing.add(name)
 
         async def run() -> None:
             try:
-                await asyncio.sleep(0.05)
-                await server.refresh()
-            except Exception as exc:  # noqa: BLE001 - a failed refresh keeps the old lists
-                self.note(server.cfg.name, f"refresh failed: {exc}")
+                while True:
+                    self._again.discard(name)
+                    await asyncio.sleep(0.05)
+                    try:
+                        await server.refresh()
+                    except Exception as exc:  # noqa: BLE001 - a failed refresh keeps the old lists
+                        self.note(name, f"refresh failed: {exc}")
+                    if name not in self._again:
+                        break
             finally:
-                self._refreshing.discard(server.cfg.name)
+                self._refreshing.discard(name)
 
         asyncio.get_running_loop().create_task(run())
+
+    def commands(self) -> list[dict[str, Any]]:
+        """The servers' prompts as ``get_commands`` items (``mcp:<server>:<prompt>``)."""
+        from pisces.core.mcp.prompts import commands  # noqa: PLC0415 - same package
+
+        return commands(self.servers)
+
+    async def expand_input(self, text: str) -> tuple[str, list[Any]]:
+        """A prompt's text with ``/mcp:<server>:<prompt>`` rendered and ``@mcp:<server>:<uri>`` attached, and
+        the images the prompt brought (pisces.core.mcp.prompts)."""
+        if "mcp:" not in text:
+            return text, []
+        from pisces.core.mcp.prompts import expand_input  # noqa: PLC0415 - same package
+
+        return await expand_input(self, text)
 
     def status(self) -> dict[str, Any]:
         out: dict[str, Any] = {"servers": [s.status() for s in self.servers.values()],

@@ -276,6 +276,9 @@ class AgentSession(SessionSwitching):
             return
         if expand:
             text = self._expand(text)
+            if self.mcp is not None:  # /mcp:<server>:<prompt> and @mcp:<server>:<uri> (docs/mcp.md)
+                text, more = await self.mcp.expand_input(text)
+                images = [*(images or []), *more] if more else images
         between_turns = self._run_lock.locked() and not self.is_compacting  # e.g. a retry back-off
         if self.agent.is_streaming or (between_turns and streaming_behavior is not None):
             if streaming_behavior is None:
@@ -597,7 +600,7 @@ class AgentSession(SessionSwitching):
         from pisces.core.resources.skills import skill_commands  # noqa: PLC0415 - not needed at start-up
 
         return [*self.hooks.commands(), *list_prompt_commands(self.cwd, self.resources),
-                *skill_commands(self)]
+                *skill_commands(self), *(self.mcp.commands() if self.mcp is not None else [])]
 
     def tools_info(self) -> dict[str, Any]:
         return {"activeToolNames": [t.name for t in self.agent.tools],
