@@ -8,10 +8,12 @@ the parent's copy of the ruleset. The child cannot run unconfined by mistake: wh
 applied the spawn fails.
 
 What is confined: writes (create, write, truncate, remove, rename, link, mknod) beneath anything but the
-policy's writable directories; with ``network`` off, TCP ``connect`` and ``bind`` (Landlock ABI 4+). Reads and
-execution are not confined, nor UDP, Unix sockets, signals to other processes of the user, or ioctls on
-already open terminals. Where the kernel has no Landlock the sandbox says so once on stderr and commands run
-with approvals alone (``state()["enforced"]`` is then False).
+policy's writable directories; with ``network`` off, every socket but a Unix-domain one (a seccomp filter,
+``seccomp.py``: TCP, UDP, raw, packet, netlink...; plus Landlock's TCP rules, ABI 4+, and its abstract
+Unix-socket scope, ABI 6+). Reads and execution are not confined, nor Unix sockets bound to a path,
+signals to other processes of the user, or ioctls on already open terminals. Where the kernel has no
+Landlock the sandbox says so once on stderr and commands run with approvals alone (``state()["enforced"]``
+is then False).
 
 The policy is re-read from the settings each time (so a stricter setting applies at once), but a reload never
 loosens it below what the session started with: loosening takes a person's action (``--sandbox``,
@@ -40,16 +42,25 @@ Escalate = Callable[[str, str, str, Any], Awaitable["str | None"]]
 class Launch:
     """One confined spawn: pass ``popen_kwargs()`` and ``env`` to it, ``close()`` after it."""
 
-    def __init__(self, ruleset: Any, env: dict[str, str], policy: SandboxPolicy, writable: list[str]) -> None:
+    def __init__(self, ruleset: Any, env: dict[str, str], policy: SandboxPolicy, writable: list[str],
+                 net_filter: Any = None) -> None:
         self.ruleset = ruleset
         self.env = env
         self.policy = policy
         self.writable = writable
+        self.net_filter = net_filter  # seccomp.Filter when the network is off
 
     def popen_kwargs(self) -> dict[str, Any]:
         # no pass_fds: the child applies the ruleset before subprocess closes the inherited descriptors, so the
         # command itself never holds it
-        return {"preexec_fn": self.ruleset.preexec}
+        return {"preexec_fn": self.preexec}
+
+    def preexec(self) -> None:
+        """In the child: no_new_privs and the Landlock ruleset, then (network off) the seccomp filter. Any step
+        that fails raises, and the spawn fails: the command never runs less confined than asked."""
+        self.ruleset.preexec()
+        if self.net_filter is not None:
+            self.net_filter.install()
 
     def close(self) -> None:
         self.ruleset.close()
@@ -151,20 +162,21 @@ class Sandbox:
             self._warn("this kernel has no Landlock (or it is not enabled): commands run without an OS sandbox, "
                        "confined by the approval policy alone")
             return None
-        network = policy.network
-        if not network and abi < 4:
-            self._warn(f"Landlock ABI {abi} cannot restrict the network (ABI 4 can): sandbox.network false is "
-                       "not enforced")
-            network = True
         from pisces.core.sandbox import landlock  # noqa: PLC0415 - ctypes loads with the first confined command
 
+        net_filter = None
+        if not policy.network:
+            from pisces.core.sandbox import seccomp  # noqa: PLC0415 - only when the network is off
+
+            net_filter = seccomp.Filter()  # raises on an architecture it has no filter for: fail closed
         temp = self.temp_dir()
         writable = policy.writable(workspace, temp) + [r for r in self.extra_roots if os.path.isdir(r)]
-        ruleset = landlock.Ruleset.build(writable, network=network)
+        # Landlock's TCP rules too where the kernel has them (ABI 4+): a second lock on the same door
+        ruleset = landlock.Ruleset.build(writable, network=policy.network or abi < 4)
         child_env = dict(os.environ if env is None else env)
         for key in ("TMPDIR", "TMP", "TEMP"):
             child_env[key] = temp
-        return Launch(ruleset, child_env, policy, writable)
+        return Launch(ruleset, child_env, policy, writable, net_filter)
 
     def _warn(self, text: str) -> None:
         root = self._parent or self
