@@ -97,11 +97,12 @@ async def run_exec(command: str, args: list[str], *, signal: Any = None, timeout
     try:
         extra: dict[str, Any] = {}
         env = None
+        argv = [command, *[str(a) for a in args]]
         if sandbox is not None:
             launch = await asyncio.to_thread(sandbox.prepare, workspace or cwd or os.getcwd())
             if launch is not None:
-                env, extra = launch.env, launch.popen_kwargs()
-        proc = await asyncio.create_subprocess_exec(command, *[str(a) for a in args], cwd=cwd, env=env,
+                env, extra, argv = launch.env, launch.popen_kwargs(), launch.wrap(argv)
+        proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, env=env,
                                                     stdin=asyncio.subprocess.DEVNULL,
                                                     stdout=asyncio.subprocess.PIPE,
                                                     stderr=asyncio.subprocess.PIPE, start_new_session=True, **extra)

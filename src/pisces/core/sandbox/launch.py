@@ -43,27 +43,39 @@ class Launch:
     """One confined spawn: pass ``popen_kwargs()`` and ``env`` to it, ``close()`` after it."""
 
     def __init__(self, ruleset: Any, env: dict[str, str], policy: SandboxPolicy, writable: list[str],
-                 net_filter: Any = None) -> None:
-        self.ruleset = ruleset
+                 net_filter: Any = None, *, seatbelt: bool = False) -> None:
+        self.ruleset = ruleset  # landlock.Ruleset on Linux; None under Seatbelt
         self.env = env
         self.policy = policy
         self.writable = writable
         self.net_filter = net_filter  # seccomp.Filter when the network is off
+        self.seatbelt = seatbelt  # macOS: the command runs under sandbox-exec (``wrap``)
 
     def popen_kwargs(self) -> dict[str, Any]:
         # no pass_fds: the child applies the ruleset before subprocess closes the inherited descriptors, so the
         # command itself never holds it
-        return {"preexec_fn": self.preexec}
+        return {"preexec_fn": self.preexec} if self.ruleset is not None else {}
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """The argv to spawn: ``argv`` itself on Linux, under ``sandbox-exec`` with the policy's profile on
+        macOS. Every spawn of a ``Launch`` passes through here."""
+        if not self.seatbelt:
+            return list(argv)
+        from pisces.core.sandbox import seatbelt  # noqa: PLC0415 - macOS only
+
+        return seatbelt.argv(list(argv), self.writable, network=self.policy.network)
 
     def preexec(self) -> None:
         """In the child: no_new_privs and the Landlock ruleset, then (network off) the seccomp filter. Any step
         that fails raises, and the spawn fails: the command never runs less confined than asked."""
-        self.ruleset.preexec()
+        if self.ruleset is not None:
+            self.ruleset.preexec()
         if self.net_filter is not None:
             self.net_filter.install()
 
     def close(self) -> None:
-        self.ruleset.close()
+        if self.ruleset is not None:
+            self.ruleset.close()
 
     def describe(self) -> str:
         where = " and ".join(self.writable) if self.writable else "nowhere"
@@ -135,9 +147,18 @@ class Sandbox:
 
     # -- the kernel ----------------------------------------------------------------------------------
     def abi(self) -> int:
+        if sys.platform == "darwin":
+            return 0
         from pisces.core.sandbox import landlock  # noqa: PLC0415 - ctypes loads with the first confined command
 
         return landlock.available()
+
+    def _seatbelt(self) -> bool:
+        if sys.platform != "darwin":
+            return False
+        from pisces.core.sandbox import seatbelt  # noqa: PLC0415 - macOS only
+
+        return seatbelt.available()
 
     def temp_dir(self) -> str:
         """The private temp dir (mode 0700) confined commands may write, removed when pisces exits."""
@@ -157,6 +178,8 @@ class Sandbox:
         policy = policy or self.policy()
         if not policy.confines:
             return None
+        if sys.platform == "darwin":
+            return self._prepare_seatbelt(workspace, env, policy)
         abi = self.abi()
         if abi <= 0:
             self._warn("this kernel has no Landlock (or it is not enabled): commands run without an OS sandbox, "
@@ -178,6 +201,19 @@ class Sandbox:
             child_env[key] = temp
         return Launch(ruleset, child_env, policy, writable, net_filter)
 
+    def _prepare_seatbelt(self, workspace: str, env: dict[str, str] | None, policy: SandboxPolicy) -> Launch | None:
+        """macOS: the command under ``sandbox-exec`` with the policy as a Seatbelt profile (untested on a Mac)."""
+        if not self._seatbelt():
+            self._warn("this Mac has no /usr/bin/sandbox-exec: commands run without an OS sandbox, confined by "
+                       "the approval policy alone")
+            return None
+        temp = self.temp_dir()
+        writable = policy.writable(workspace, temp) + [r for r in self.extra_roots if os.path.isdir(r)]
+        child_env = dict(os.environ if env is None else env)
+        for key in ("TMPDIR", "TMP", "TEMP"):
+            child_env[key] = temp
+        return Launch(None, child_env, policy, writable, seatbelt=True)
+
     def _warn(self, text: str) -> None:
         root = self._parent or self
         if text not in root._warned:
@@ -191,9 +227,11 @@ class Sandbox:
         abi = self.abi() if policy.confines or policy.for_delegated().confines else 0
         out = policy.state()
         out["delegatedMode"] = policy.for_delegated().mode
-        out["available"] = abi > 0
+        seatbelt = self._seatbelt()
+        out["available"] = abi > 0 or seatbelt
         out["landlockAbi"] = abi
-        out["enforced"] = policy.confines and abi > 0
+        out["enforced"] = policy.confines and (abi > 0 or seatbelt)
+        out["mechanism"] = "seatbelt" if seatbelt else "landlock+seccomp" if abi > 0 else None
         return out
 
 

@@ -254,11 +254,11 @@ async def _spawn(command: dict[str, Any], ctx: AttemptContext, log: str, launch:
     shell, args = ctx.shell
     out = await asyncio.to_thread(_open_log, log, append)
     try:
-        env, extra = ctx.env, {}
+        env, extra, argv = ctx.env, {}, [shell, *args, command["command"]]
         if launch is not None:
-            env, extra = launch.env, launch.popen_kwargs()
+            env, extra, argv = launch.env, launch.popen_kwargs(), launch.wrap(argv)
         proc = await asyncio.create_subprocess_exec(
-            shell, *args, command["command"], cwd=ctx.cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            *argv, cwd=ctx.cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=out, stderr=asyncio.subprocess.STDOUT, start_new_session=True, **extra)
     except OSError as exc:
         out.write(f"cannot start {shell}: {exc}\n".encode())

@@ -330,6 +330,7 @@ async def run_process(argv: list[str], cwd: str, env: dict[str, str] | None, on_
     if sandbox is not None:
         extra = sandbox.popen_kwargs()
         env = sandbox.env
+        argv = sandbox.wrap(argv)
     try:
         transport, _ = await loop.subprocess_exec(
             lambda: proto, *argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
