@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from pisces.agent.types import AgentTool, AgentToolResult
 from pisces.ai.types import ImageContent, TextContent
-from pisces.core.tools.bash_exec import kill_process_group
+from pisces.core.tools.bash_exec import PRIVATE_ENV, kill_process_group
 
 
 def to_content(value: Any) -> list[Any]:
@@ -96,7 +96,7 @@ async def run_exec(command: str, args: list[str], *, signal: Any = None, timeout
     launch = None
     try:
         extra: dict[str, Any] = {}
-        env = None
+        env: dict[str, str] | None = {k: v for k, v in os.environ.items() if k not in PRIVATE_ENV}
         argv = [command, *[str(a) for a in args]]
         if sandbox is not None:
             launch = await asyncio.to_thread(sandbox.prepare, workspace or cwd or os.getcwd())

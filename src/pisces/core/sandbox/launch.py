@@ -95,6 +95,8 @@ class Sandbox:
         self.settings = settings
         self.cli_mode = cli_mode
         self.command_mode: str | None = None
+        self.command_network: bool | None = None  # a person's network switch (None: the settings' or default)
+        self.changes: list[dict[str, Any]] = []  # the person's changes of this session (get_state shows them)
         self.people_approve = people_approve
         self.delegated = delegated
         self.escalate: Escalate | None = None
@@ -125,6 +127,8 @@ class Sandbox:
                 mode = start.mode
             now = replace(now, mode=mode, network=now.network and start.network,
                           writable_roots=tuple(r for r in now.writable_roots if r in start.writable_roots))
+        if self.command_network is not None:
+            now = replace(now, network=self.command_network)
         if self.delegated:
             now = now.for_delegated()
         return now
@@ -132,6 +136,29 @@ class Sandbox:
     def set_mode(self, mode: str | None) -> dict[str, Any]:
         """A person's command (None: back to the flag, the settings or the default)."""
         self.command_mode = check_mode(mode) if mode is not None else None
+        return self.state()
+
+    def change(self, by: str, *, mode: str | None = None, network: bool | None = None, reset_mode: bool = False,
+               reset_network: bool = False) -> dict[str, Any]:
+        """A person's change at run time (``set_sandbox`` over RPC, ``/sandbox`` in the terminal UI): ``mode``
+        and/or ``network`` (``reset_*``: back to the flag, the settings or the default). Only a front end a
+        person drives calls this: no tool reaches it, so the model cannot. Tightening and loosening are both
+        allowed; every change is recorded (``changes`` in ``state()``, and a line on stderr when it loosens)."""
+        if mode is not None:
+            check_mode(mode)
+        before = self.policy()
+        if mode is not None or reset_mode:
+            self.command_mode = mode
+        if network is not None or reset_network:
+            self.command_network = network
+        after = self.policy()
+        loosened = STRICTNESS[after.mode] < STRICTNESS[before.mode] or (after.network and not before.network)
+        record = {"by": by, "at": _now(), "from": {"mode": before.mode, "network": before.network},
+                  "to": {"mode": after.mode, "network": after.network}, "loosened": loosened}
+        self.changes = [*self.changes[-19:], record]
+        if loosened:
+            sys.stderr.write(f"pisces: the sandbox was loosened by {by}: {before.mode} -> {after.mode}, network "
+                             f"{'on' if before.network else 'off'} -> {'on' if after.network else 'off'}\n")
         return self.state()
 
     def child(self, worktree: str | None = None) -> Sandbox:
@@ -196,9 +223,7 @@ class Sandbox:
         writable = policy.writable(workspace, temp) + [r for r in self.extra_roots if os.path.isdir(r)]
         # Landlock's TCP rules too where the kernel has them (ABI 4+): a second lock on the same door
         ruleset = landlock.Ruleset.build(writable, network=policy.network or abi < 4)
-        child_env = dict(os.environ if env is None else env)
-        for key in ("TMPDIR", "TMP", "TEMP"):
-            child_env[key] = temp
+        child_env = _child_env(env, temp)
         return Launch(ruleset, child_env, policy, writable, net_filter)
 
     def _prepare_seatbelt(self, workspace: str, env: dict[str, str] | None, policy: SandboxPolicy) -> Launch | None:
@@ -209,10 +234,7 @@ class Sandbox:
             return None
         temp = self.temp_dir()
         writable = policy.writable(workspace, temp) + [r for r in self.extra_roots if os.path.isdir(r)]
-        child_env = dict(os.environ if env is None else env)
-        for key in ("TMPDIR", "TMP", "TEMP"):
-            child_env[key] = temp
-        return Launch(None, child_env, policy, writable, seatbelt=True)
+        return Launch(None, _child_env(env, temp), policy, writable, seatbelt=True)
 
     def _warn(self, text: str) -> None:
         root = self._parent or self
@@ -232,7 +254,27 @@ class Sandbox:
         out["landlockAbi"] = abi
         out["enforced"] = policy.confines and (abi > 0 or seatbelt)
         out["mechanism"] = "seatbelt" if seatbelt else "landlock+seccomp" if abi > 0 else None
+        out["networkSource"] = "command" if self.command_network is not None else "policy"
+        out["changes"] = list(self.changes)
         return out
+
+
+# pisces' own secrets, never given to a confined command (the web token would let it drive the session's
+# server, whose set_sandbox and set_approval_mode loosen what confines it); bash_exec.PRIVATE_ENV likewise
+_PRIVATE_ENV = frozenset({"PISCES_WEB_TOKEN"})
+
+
+def _child_env(env: dict[str, str] | None, temp: str) -> dict[str, str]:
+    child_env = {k: v for k, v in (os.environ if env is None else env).items() if k not in _PRIVATE_ENV}
+    for key in ("TMPDIR", "TMP", "TEMP"):
+        child_env[key] = temp
+    return child_env
+
+
+def _now() -> str:
+    import datetime  # noqa: PLC0415 - only when a person changes the sandbox
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def worktree_git_dirs(worktree: str) -> list[str]:
