@@ -143,7 +143,8 @@ class Sandbox:
         """A person's change at run time (``set_sandbox`` over RPC, ``/sandbox`` in the terminal UI): ``mode``
         and/or ``network`` (``reset_*``: back to the flag, the settings or the default). Only a front end a
         person drives calls this: no tool reaches it, so the model cannot. Tightening and loosening are both
-        allowed; every change is recorded (``changes`` in ``state()``, and a line on stderr when it loosens)."""
+        allowed; every change is recorded (``changes`` in ``state()``, and a line on stderr when it loosens, unless
+        stderr is the terminal a UI draws on)."""
         if mode is not None:
             check_mode(mode)
         before = self.policy()
@@ -156,7 +157,7 @@ class Sandbox:
         record = {"by": by, "at": _now(), "from": {"mode": before.mode, "network": before.network},
                   "to": {"mode": after.mode, "network": after.network}, "loosened": loosened}
         self.changes = [*self.changes[-19:], record]
-        if loosened:
+        if loosened and not sys.stderr.isatty():  # a log; on a terminal the UI drawing there shows it instead
             sys.stderr.write(f"pisces: the sandbox was loosened by {by}: {before.mode} -> {after.mode}, network "
                              f"{'on' if before.network else 'off'} -> {'on' if after.network else 'off'}\n")
         return self.state()
