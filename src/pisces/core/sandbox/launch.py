@@ -17,7 +17,7 @@ is then False).
 
 The policy is re-read from the settings each time (so a stricter setting applies at once), but a reload never
 loosens it below what the session started with: loosening takes a person's action (``--sandbox``,
-``set_mode``, an approved escalation of one command).
+``set_sandbox``/``/sandbox``, an approved escalation of one command).
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ from pisces.core.sandbox.policy import STRICTNESS, SandboxPolicy, check_mode, re
 # what a command prints when the kernel refused it something (EACCES, EPERM, EROFS, EXDEV of a refused rename)
 _BLOCKED = re.compile(r"Permission denied|Operation not permitted|Read-only file system|PermissionError|"
                       r"EACCES|EPERM|Invalid cross-device link")
+
+_NET_BLOCKED = re.compile(r"Could not resolve host|Temporary failure in name resolution|Name or service not known|"
+                          r"Network is unreachable|getaddrinfo|nodename nor servname", re.I)
 
 Escalate = Callable[[str, str, str, Any], Awaitable["str | None"]]
 
@@ -297,10 +300,16 @@ def worktree_git_dirs(worktree: str) -> list[str]:
     return [gitdir, os.path.join(common, "objects")]
 
 
-def blocked_by_sandbox(output: str, exit_code: int | None) -> bool:
+def blocked_by_sandbox(output: str, exit_code: int | None, launch: Launch | None = None) -> bool:
     """Whether a confined command's failure looks like the sandbox's doing (the kernel's refusal in its
-    output): the cue for asking to run it outside."""
-    return exit_code not in (0, None) and _BLOCKED.search(output[-20000:]) is not None
+    output): the cue for asking to run it outside. With the network off (``launch``'s policy), a failed name
+    lookup counts too: resolvers report the refused socket as "could not resolve", not as a permission error."""
+    if exit_code in (0, None):
+        return False
+    tail = output[-20000:]
+    if _BLOCKED.search(tail) is not None:
+        return True
+    return launch is not None and not launch.policy.network and _NET_BLOCKED.search(tail) is not None
 
 
 def blocked_reason(launch: Launch) -> str:

@@ -235,7 +235,7 @@ async def _run_command(command: dict[str, Any], ctx: AttemptContext, log: str) -
         return code, timed_out
     from pisces.core.sandbox.launch import blocked_by_sandbox, blocked_reason  # noqa: PLC0415 - loaded with the sandbox
 
-    if not blocked_by_sandbox(await asyncio.to_thread(_tail, log), code):
+    if not blocked_by_sandbox(await asyncio.to_thread(_tail, log), code, launch):
         return code, timed_out
     why = blocked_reason(launch)
     escalate = getattr(ctx.sandbox, "escalate", None)
