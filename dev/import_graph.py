@@ -90,7 +90,7 @@ def imports_of(module: str, path: str) -> set[str]:
 # inside a layer, the order of its parts (lower numbers are imported by higher ones, never the reverse)
 RANKS = {
     "pisces.core.errors": 0, "pisces.core.safe_open": 0, "pisces.core.config": 1, "pisces.core.store": 2,
-    "pisces.core.sandbox": 2,
+    "pisces.core.sandbox": 2, "pisces.core.executor": 3,
     "pisces.core.resources": 3, "pisces.core.tools": 3, "pisces.core.approval": 3, "pisces.core.budget": 3,
     "pisces.core.compaction": 3, "pisces.core.export_html": 3, "pisces.core.extensions": 4, "pisces.core.task": 4,
     "pisces.core.planning": 4,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from types import SimpleNamespace
 
 import pytest
 
@@ -87,6 +88,10 @@ def test_a_blocked_command_is_recognised_by_its_exit_and_the_kernels_words():
     assert blocked_by_sandbox("sh: 1: cannot create /x: Permission denied\n", 2)
     assert not blocked_by_sandbox("Permission denied", 0)
     assert not blocked_by_sandbox("no such file", 1)
+    resolve_failed = "curl: (6) Could not resolve host: example.com\n"
+    assert not blocked_by_sandbox(resolve_failed, 6)  # with the network on, a lookup failure is not the sandbox's
+    off = SimpleNamespace(policy=SimpleNamespace(network=False))  # a Launch's policy with the network off
+    assert blocked_by_sandbox(resolve_failed, 6, off)
 
 
 @pytest.mark.skipif(landlock.available() < 1, reason="needs Landlock in the kernel")

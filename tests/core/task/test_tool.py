@@ -381,3 +381,28 @@ async def test_subagents_share_the_sessions_file_backend_except_in_a_worktree(fa
     assert details["results"][0]["exitCode"] == 0 and len(files.written) == 1
     with open(os.path.join(repo, "note.txt")) as f:  # the worktree's local file, brought back by its patch
         assert f.read() == "hello\n"
+
+
+async def test_every_subagent_run_goes_through_the_executor_interface(session, monkeypatch):
+    """The task tool hands each subagent to ``submit(spec)`` of the executor (core/executor/subagent.py, local
+    by default) and reports what the executor returned; an executor name other than local is refused."""
+    from pisces.core.executor import subagent
+
+    seen: list[tuple[str, str, str]] = []
+    original = subagent.LocalSubagentExecutor.submit
+
+    async def recording(self, spec):
+        seen.append((spec.run.task_id, spec.kind, spec.run.agent.name))
+        result = await original(self, spec)
+        return {**result, "output": result["output"] + " (via the executor)"} if spec.run.raw_id == "B" else result
+
+    monkeypatch.setattr(subagent.LocalSubagentExecutor, "submit", recording)
+    s = session()
+    _text, details = await run(s, {"agent": "task", "tasks": [
+        {"id": "A", "description": "", "assignment": "a"}, {"id": "B", "description": "", "assignment": "b"}]},
+        {"A": [submit({"done": "a"})], "B": [submit({"done": "b"})]})
+    assert sorted(seen) == [("0-A", "subagent", "task"), ("1-B", "subagent", "task")]
+    a, b = details["results"]
+    assert json.loads(a["output"]) == {"done": "a"} and b["output"].endswith(" (via the executor)")
+    with pytest.raises(ValueError, match="local executor only"):
+        subagent.make_subagent_executor("ray", original)

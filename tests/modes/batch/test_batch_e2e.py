@@ -195,3 +195,28 @@ def test_index_runs_one_item(tmp_path):
     assert run.returncode == 0 and [r["id"] for r in results(tmp_path / "out")] == ["i2"]
     run = batch(manifest, "--index", "3", cwd=str(tmp_path))
     assert run.returncode == 2 and "outside the manifest's 3 items" in run.stderr
+
+
+def test_git_run_by_batch_runs_no_program_named_by_git_configuration(tmp_path):
+    """The batch's own git calls (clone, add, the patch's diff) go through ``gitsafe``, the task tool's list:
+    an external diff program, a smudge filter and a pager named in the user's git configuration never run."""
+    make_repo(tmp_path / "src", {"a.txt": "one\n", ".gitattributes": "*.txt filter=evil\n"})
+    home = tmp_path / "home"
+    home.mkdir()
+    marker = tmp_path / "ran.txt"
+    evil = tmp_path / "evil.sh"
+    evil.write_text(f"#!/bin/sh\necho \"$0 $*\" >> {marker}\ncat\n")
+    evil.chmod(0o755)
+    (home / ".gitconfig").write_text(f"[diff]\n\texternal = {evil}\n[filter \"evil\"]\n\tsmudge = {evil}\n"
+                                     f"\tclean = {evil}\n[core]\n\tpager = {evil}\n")
+    script = write_script(tmp_path / "faux.json", WRITE)
+    manifest = write_manifest(tmp_path / "m.jsonl", [{"id": "one", "repo": "src", "prompt": "add a file"}])
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "PISCES_CODING_AGENT_DIR": str(home / ".pisces-agent")}
+    run = subprocess.run([sys.executable, "-m", "pisces", "batch", manifest, "--faux-script", script, "--out", "out",
+                          "--plain"], cwd=str(tmp_path), capture_output=True, text=True, timeout=BOUND_S,
+                         stdin=subprocess.DEVNULL, env=env)
+    assert run.returncode == 0, run.stderr
+    (row,) = results(tmp_path / "out")
+    assert row["status"] == "succeeded" and "new.txt" in open(tmp_path / "out" / row["patch"]).read()
+    assert not marker.exists(), marker.read_text()

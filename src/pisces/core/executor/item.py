@@ -22,14 +22,12 @@ import time
 from typing import Any
 
 from pisces.core.executor.spec import ItemSpec, RunDefaults
+from pisces.core.sandbox import gitsafe
 
 CLONE_TIMEOUT_S = 600.0
 VERIFY_TIMEOUT_S = 600.0
 OUTPUT_TAIL = 4000  # characters of a failing step's output kept in the result
 STATUSES = ("succeeded", "failed", "verify_failed", "timeout", "budget_exceeded", "error", "cancelled")
-_SAFE_GIT = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "commit.gpgsign=false",
-             "-c", "gc.auto=0", "-c", "core.pager=cat", "-c", "protocol.ext.allow=never",
-             "-c", "advice.detachedHead=false"]
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_AUTHOR_NAME": "pisces batch", "GIT_AUTHOR_EMAIL": "pisces@localhost",
             "GIT_COMMITTER_NAME": "pisces batch", "GIT_COMMITTER_EMAIL": "pisces@localhost",
             "GIT_CONFIG_NOSYSTEM": "1"}
@@ -74,7 +72,13 @@ def _git_env() -> dict[str, str]:
 
 
 async def _git(args: list[str], cwd: str, timeout: float = CLONE_TIMEOUT_S) -> bytes:
-    code, out, err = await _run(["git", *_SAFE_GIT, *args], cwd, timeout=timeout, env=_git_env())
+    """``git args`` in ``cwd`` with every repository-configured program neutralised (``gitsafe``: the one list
+    the task tool uses too)."""
+    try:
+        env = await asyncio.to_thread(gitsafe.safe_env, cwd, _git_env())
+    except gitsafe.UnsafeRepository as exc:
+        raise StepFailed("error", str(exc)) from None
+    code, out, err = await _run(["git", *gitsafe.safe_args(args)], cwd, timeout=timeout, env=env)
     if code is None:
         raise StepFailed("error", f"git {args[0]} did not finish within {timeout:.0f} s")
     if code != 0:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from pisces.agent.types import AgentTool, AgentToolResult
 from pisces.ai.types import ImageContent, TextContent
-from pisces.core.tools.bash_exec import kill_process_group
+from pisces.core.tools.bash_exec import PRIVATE_ENV, kill_process_group
 
 
 def to_content(value: Any) -> list[Any]:
@@ -96,12 +96,13 @@ async def run_exec(command: str, args: list[str], *, signal: Any = None, timeout
     launch = None
     try:
         extra: dict[str, Any] = {}
-        env = None
+        env: dict[str, str] | None = {k: v for k, v in os.environ.items() if k not in PRIVATE_ENV}
+        argv = [command, *[str(a) for a in args]]
         if sandbox is not None:
             launch = await asyncio.to_thread(sandbox.prepare, workspace or cwd or os.getcwd())
             if launch is not None:
-                env, extra = launch.env, launch.popen_kwargs()
-        proc = await asyncio.create_subprocess_exec(command, *[str(a) for a in args], cwd=cwd, env=env,
+                env, extra, argv = launch.env, launch.popen_kwargs(), launch.wrap(argv)
+        proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, env=env,
                                                     stdin=asyncio.subprocess.DEVNULL,
                                                     stdout=asyncio.subprocess.PIPE,
                                                     stderr=asyncio.subprocess.PIPE, start_new_session=True, **extra)

@@ -7,10 +7,11 @@ The kernel-facing part of the OS sandbox; ``launch.py`` applies it to the comman
 ``Ruleset.build(writable, network=False)`` creates the ruleset in the parent (reading is allowed everywhere,
 writing, creating, removing and truncating only beneath ``writable`` and on a few character devices such as
 ``/dev/null``; with ``network=False``, every TCP ``connect`` and ``bind`` is refused: Landlock ABI 4 and
-later; UDP and Unix sockets are not covered by Landlock). ``ruleset.preexec`` is a function for
-``subprocess``'s ``preexec_fn``: in the child it sets ``no_new_privs`` and restricts itself with two system
-calls. The descriptor need not be passed (``pass_fds``): ``subprocess`` runs ``preexec_fn`` before it closes
-the inherited descriptors, so the confined program never holds the ruleset.
+later, and from ABI 6 no connection to an abstract Unix socket made outside the sandbox; UDP and other
+socket families are refused by the seccomp filter of ``seccomp.py``, which ``launch.py`` adds).
+``ruleset.preexec`` is a function for ``subprocess``'s ``preexec_fn``: in the child it sets ``no_new_privs``
+and restricts itself with two system calls. The descriptor need not be passed (``pass_fds``): ``subprocess``
+runs ``preexec_fn`` before it closes the inherited descriptors, so the confined program never holds the ruleset.
 ``available()`` is the kernel's Landlock ABI version, 0 when there is none (kernel too old, Landlock not
 enabled at boot, not Linux).
 """
@@ -32,6 +33,7 @@ REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR, MAKE_REG = 1 << 4, 1 << 5, 1 << 6,
 MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM, REFER, TRUNCATE, IOCTL_DEV = (1 << 9, 1 << 10, 1 << 11, 1 << 12,
                                                                         1 << 13, 1 << 14, 1 << 15)
 NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
 
 _READ = EXECUTE | READ_FILE | READ_DIR
 _FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
@@ -124,7 +126,13 @@ class Ruleset:
             if abi < 4:
                 raise LandlockError(f"Landlock ABI {abi} cannot restrict the network (ABI 4 can)")
             net = NET_BIND_TCP | NET_CONNECT_TCP
-        attr = struct.pack("=QQ", fs, net) if abi >= 4 else struct.pack("=Q", fs)
+        if abi >= 6 and not network:
+            # no connecting to an abstract Unix socket made outside the sandbox (a local proxy, a session bus)
+            attr = struct.pack("=QQQ", fs, net, SCOPE_ABSTRACT_UNIX_SOCKET)
+        elif abi >= 4:
+            attr = struct.pack("=QQ", fs, net)
+        else:
+            attr = struct.pack("=Q", fs)
         buf = ctypes.create_string_buffer(attr, len(attr))
         fd = lib.syscall(nums[0], buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
         if fd < 0:

@@ -8,14 +8,16 @@ the parent's copy of the ruleset. The child cannot run unconfined by mistake: wh
 applied the spawn fails.
 
 What is confined: writes (create, write, truncate, remove, rename, link, mknod) beneath anything but the
-policy's writable directories; with ``network`` off, TCP ``connect`` and ``bind`` (Landlock ABI 4+). Reads and
-execution are not confined, nor UDP, Unix sockets, signals to other processes of the user, or ioctls on
-already open terminals. Where the kernel has no Landlock the sandbox says so once on stderr and commands run
-with approvals alone (``state()["enforced"]`` is then False).
+policy's writable directories; with ``network`` off, every socket but a Unix-domain one (a seccomp filter,
+``seccomp.py``: TCP, UDP, raw, packet, netlink...; plus Landlock's TCP rules, ABI 4+, and its abstract
+Unix-socket scope, ABI 6+). Reads and execution are not confined, nor Unix sockets bound to a path,
+signals to other processes of the user, or ioctls on already open terminals. Where the kernel has no
+Landlock the sandbox says so once on stderr and commands run with approvals alone (``state()["enforced"]``
+is then False).
 
 The policy is re-read from the settings each time (so a stricter setting applies at once), but a reload never
 loosens it below what the session started with: loosening takes a person's action (``--sandbox``,
-``set_mode``, an approved escalation of one command).
+``set_sandbox``/``/sandbox``, an approved escalation of one command).
 """
 
 from __future__ import annotations
@@ -34,25 +36,49 @@ from pisces.core.sandbox.policy import STRICTNESS, SandboxPolicy, check_mode, re
 _BLOCKED = re.compile(r"Permission denied|Operation not permitted|Read-only file system|PermissionError|"
                       r"EACCES|EPERM|Invalid cross-device link")
 
+_NET_BLOCKED = re.compile(r"Could not resolve host|Temporary failure in name resolution|Name or service not known|"
+                          r"Network is unreachable|getaddrinfo|nodename nor servname", re.I)
+
 Escalate = Callable[[str, str, str, Any], Awaitable["str | None"]]
 
 
 class Launch:
     """One confined spawn: pass ``popen_kwargs()`` and ``env`` to it, ``close()`` after it."""
 
-    def __init__(self, ruleset: Any, env: dict[str, str], policy: SandboxPolicy, writable: list[str]) -> None:
-        self.ruleset = ruleset
+    def __init__(self, ruleset: Any, env: dict[str, str], policy: SandboxPolicy, writable: list[str],
+                 net_filter: Any = None, *, seatbelt: bool = False) -> None:
+        self.ruleset = ruleset  # landlock.Ruleset on Linux; None under Seatbelt
         self.env = env
         self.policy = policy
         self.writable = writable
+        self.net_filter = net_filter  # seccomp.Filter when the network is off
+        self.seatbelt = seatbelt  # macOS: the command runs under sandbox-exec (``wrap``)
 
     def popen_kwargs(self) -> dict[str, Any]:
         # no pass_fds: the child applies the ruleset before subprocess closes the inherited descriptors, so the
         # command itself never holds it
-        return {"preexec_fn": self.ruleset.preexec}
+        return {"preexec_fn": self.preexec} if self.ruleset is not None else {}
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """The argv to spawn: ``argv`` itself on Linux, under ``sandbox-exec`` with the policy's profile on
+        macOS. Every spawn of a ``Launch`` passes through here."""
+        if not self.seatbelt:
+            return list(argv)
+        from pisces.core.sandbox import seatbelt  # noqa: PLC0415 - macOS only
+
+        return seatbelt.argv(list(argv), self.writable, network=self.policy.network)
+
+    def preexec(self) -> None:
+        """In the child: no_new_privs and the Landlock ruleset, then (network off) the seccomp filter. Any step
+        that fails raises, and the spawn fails: the command never runs less confined than asked."""
+        if self.ruleset is not None:
+            self.ruleset.preexec()
+        if self.net_filter is not None:
+            self.net_filter.install()
 
     def close(self) -> None:
-        self.ruleset.close()
+        if self.ruleset is not None:
+            self.ruleset.close()
 
     def describe(self) -> str:
         where = " and ".join(self.writable) if self.writable else "nowhere"
@@ -72,6 +98,8 @@ class Sandbox:
         self.settings = settings
         self.cli_mode = cli_mode
         self.command_mode: str | None = None
+        self.command_network: bool | None = None  # a person's network switch (None: the settings' or default)
+        self.changes: list[dict[str, Any]] = []  # the person's changes of this session (get_state shows them)
         self.people_approve = people_approve
         self.delegated = delegated
         self.escalate: Escalate | None = None
@@ -102,6 +130,8 @@ class Sandbox:
                 mode = start.mode
             now = replace(now, mode=mode, network=now.network and start.network,
                           writable_roots=tuple(r for r in now.writable_roots if r in start.writable_roots))
+        if self.command_network is not None:
+            now = replace(now, network=self.command_network)
         if self.delegated:
             now = now.for_delegated()
         return now
@@ -109,6 +139,30 @@ class Sandbox:
     def set_mode(self, mode: str | None) -> dict[str, Any]:
         """A person's command (None: back to the flag, the settings or the default)."""
         self.command_mode = check_mode(mode) if mode is not None else None
+        return self.state()
+
+    def change(self, by: str, *, mode: str | None = None, network: bool | None = None, reset_mode: bool = False,
+               reset_network: bool = False) -> dict[str, Any]:
+        """A person's change at run time (``set_sandbox`` over RPC, ``/sandbox`` in the terminal UI): ``mode``
+        and/or ``network`` (``reset_*``: back to the flag, the settings or the default). Only a front end a
+        person drives calls this: no tool reaches it, so the model cannot. Tightening and loosening are both
+        allowed; every change is recorded (``changes`` in ``state()``, and a line on stderr when it loosens, unless
+        stderr is the terminal a UI draws on)."""
+        if mode is not None:
+            check_mode(mode)
+        before = self.policy()
+        if mode is not None or reset_mode:
+            self.command_mode = mode
+        if network is not None or reset_network:
+            self.command_network = network
+        after = self.policy()
+        loosened = STRICTNESS[after.mode] < STRICTNESS[before.mode] or (after.network and not before.network)
+        record = {"by": by, "at": _now(), "from": {"mode": before.mode, "network": before.network},
+                  "to": {"mode": after.mode, "network": after.network}, "loosened": loosened}
+        self.changes = [*self.changes[-19:], record]
+        if loosened and not sys.stderr.isatty():  # a log; on a terminal the UI drawing there shows it instead
+            sys.stderr.write(f"pisces: the sandbox was loosened by {by}: {before.mode} -> {after.mode}, network "
+                             f"{'on' if before.network else 'off'} -> {'on' if after.network else 'off'}\n")
         return self.state()
 
     def child(self, worktree: str | None = None) -> Sandbox:
@@ -124,9 +178,18 @@ class Sandbox:
 
     # -- the kernel ----------------------------------------------------------------------------------
     def abi(self) -> int:
+        if sys.platform == "darwin":
+            return 0
         from pisces.core.sandbox import landlock  # noqa: PLC0415 - ctypes loads with the first confined command
 
         return landlock.available()
+
+    def _seatbelt(self) -> bool:
+        if sys.platform != "darwin":
+            return False
+        from pisces.core.sandbox import seatbelt  # noqa: PLC0415 - macOS only
+
+        return seatbelt.available()
 
     def temp_dir(self) -> str:
         """The private temp dir (mode 0700) confined commands may write, removed when pisces exits."""
@@ -146,25 +209,36 @@ class Sandbox:
         policy = policy or self.policy()
         if not policy.confines:
             return None
+        if sys.platform == "darwin":
+            return self._prepare_seatbelt(workspace, env, policy)
         abi = self.abi()
         if abi <= 0:
             self._warn("this kernel has no Landlock (or it is not enabled): commands run without an OS sandbox, "
                        "confined by the approval policy alone")
             return None
-        network = policy.network
-        if not network and abi < 4:
-            self._warn(f"Landlock ABI {abi} cannot restrict the network (ABI 4 can): sandbox.network false is "
-                       "not enforced")
-            network = True
         from pisces.core.sandbox import landlock  # noqa: PLC0415 - ctypes loads with the first confined command
 
+        net_filter = None
+        if not policy.network:
+            from pisces.core.sandbox import seccomp  # noqa: PLC0415 - only when the network is off
+
+            net_filter = seccomp.Filter()  # raises on an architecture it has no filter for: fail closed
         temp = self.temp_dir()
         writable = policy.writable(workspace, temp) + [r for r in self.extra_roots if os.path.isdir(r)]
-        ruleset = landlock.Ruleset.build(writable, network=network)
-        child_env = dict(os.environ if env is None else env)
-        for key in ("TMPDIR", "TMP", "TEMP"):
-            child_env[key] = temp
-        return Launch(ruleset, child_env, policy, writable)
+        # Landlock's TCP rules too where the kernel has them (ABI 4+): a second lock on the same door
+        ruleset = landlock.Ruleset.build(writable, network=policy.network or abi < 4)
+        child_env = _child_env(env, temp)
+        return Launch(ruleset, child_env, policy, writable, net_filter)
+
+    def _prepare_seatbelt(self, workspace: str, env: dict[str, str] | None, policy: SandboxPolicy) -> Launch | None:
+        """macOS: the command under ``sandbox-exec`` with the policy as a Seatbelt profile (untested on a Mac)."""
+        if not self._seatbelt():
+            self._warn("this Mac has no /usr/bin/sandbox-exec: commands run without an OS sandbox, confined by "
+                       "the approval policy alone")
+            return None
+        temp = self.temp_dir()
+        writable = policy.writable(workspace, temp) + [r for r in self.extra_roots if os.path.isdir(r)]
+        return Launch(None, _child_env(env, temp), policy, writable, seatbelt=True)
 
     def _warn(self, text: str) -> None:
         root = self._parent or self
@@ -179,10 +253,32 @@ class Sandbox:
         abi = self.abi() if policy.confines or policy.for_delegated().confines else 0
         out = policy.state()
         out["delegatedMode"] = policy.for_delegated().mode
-        out["available"] = abi > 0
+        seatbelt = self._seatbelt()
+        out["available"] = abi > 0 or seatbelt
         out["landlockAbi"] = abi
-        out["enforced"] = policy.confines and abi > 0
+        out["enforced"] = policy.confines and (abi > 0 or seatbelt)
+        out["mechanism"] = "seatbelt" if seatbelt else "landlock+seccomp" if abi > 0 else None
+        out["networkSource"] = "command" if self.command_network is not None else "policy"
+        out["changes"] = list(self.changes)
         return out
+
+
+# pisces' own secrets, never given to a confined command (the web token would let it drive the session's
+# server, whose set_sandbox and set_approval_mode loosen what confines it); bash_exec.PRIVATE_ENV likewise
+_PRIVATE_ENV = frozenset({"PISCES_WEB_TOKEN"})
+
+
+def _child_env(env: dict[str, str] | None, temp: str) -> dict[str, str]:
+    child_env = {k: v for k, v in (os.environ if env is None else env).items() if k not in _PRIVATE_ENV}
+    for key in ("TMPDIR", "TMP", "TEMP"):
+        child_env[key] = temp
+    return child_env
+
+
+def _now() -> str:
+    import datetime  # noqa: PLC0415 - only when a person changes the sandbox
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def worktree_git_dirs(worktree: str) -> list[str]:
@@ -204,10 +300,16 @@ def worktree_git_dirs(worktree: str) -> list[str]:
     return [gitdir, os.path.join(common, "objects")]
 
 
-def blocked_by_sandbox(output: str, exit_code: int | None) -> bool:
+def blocked_by_sandbox(output: str, exit_code: int | None, launch: Launch | None = None) -> bool:
     """Whether a confined command's failure looks like the sandbox's doing (the kernel's refusal in its
-    output): the cue for asking to run it outside."""
-    return exit_code not in (0, None) and _BLOCKED.search(output[-20000:]) is not None
+    output): the cue for asking to run it outside. With the network off (``launch``'s policy), a failed name
+    lookup counts too: resolvers report the refused socket as "could not resolve", not as a permission error."""
+    if exit_code in (0, None):
+        return False
+    tail = output[-20000:]
+    if _BLOCKED.search(tail) is not None:
+        return True
+    return launch is not None and not launch.policy.network and _NET_BLOCKED.search(tail) is not None
 
 
 def blocked_reason(launch: Launch) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pisces.ai.abort import AbortSignal
+from pisces.core.executor.subagent import LocalSubagentExecutor, SubagentSpec
 from pisces.core.task import events, isolation, merge, prompts, verify
 from pisces.core.task.agents import AgentDefinition
 from pisces.core.task.config import TaskConfig
@@ -60,6 +61,17 @@ class Batch:
     shell: tuple[str, list[str]]
     shell_env: dict[str, str]
     tool_call_id: str = ""  # the task call's id: a verification command's approval request names it
+    # where subagents run: the executor interface batch items use too (core/executor/subagent.py)
+    executor: Any = None
+
+    def __post_init__(self) -> None:
+        if self.executor is None:
+            self.executor = LocalSubagentExecutor(run_subagent)
+
+    async def submit(self, run: SubagentRun, item: TaskItem, kind: str = "subagent") -> dict[str, Any]:
+        """One subagent run through the executor."""
+        return await self.executor.submit(SubagentSpec(run, self.host, self.signal, self.progress(item.index),
+                                                       kind))
 
     def emit(self, event: dict[str, Any]) -> None:
         self.host.emit(event)
@@ -96,7 +108,7 @@ async def run_task(batch: Batch, item: TaskItem) -> dict[str, Any]:
                              worktree=None)
         code = 1
         try:
-            result = await run_subagent(run, batch.host, batch.signal, batch.progress(item.index))
+            result = await batch.submit(run, item)
             code = result["exitCode"]
         finally:
             batch.emit(events.subagent_end(item.id, batch.agent.name, code))
@@ -151,7 +163,7 @@ async def _cleanup(repo: isolation.Repo, directory: str) -> None:
 async def _work(batch: Batch, item: TaskItem, directory: str, before: str) -> dict[str, Any]:
     run = batch.subagent(item, task_id=item.id, raw_id=item.raw_id, task=item.task, cwd=directory,
                          worktree=directory)
-    result = await run_subagent(run, batch.host, batch.signal, batch.progress(item.index))
+    result = await batch.submit(run, item)
     if batch.signal.aborted:
         return result
     after = await isolation.snapshot(directory)  # the task's work, before any check writes into the tree
@@ -202,7 +214,7 @@ async def _verify(batch: Batch, item: TaskItem, directory: str, result: dict[str
                                     cwd=directory, worktree=directory)
         repair: dict[str, Any] = {"exitCode": 1}
         try:
-            repair = await run_subagent(repair_run, batch.host, batch.signal, batch.progress(item.index))
+            repair = await batch.submit(repair_run, item, "repair")
         finally:
             batch.emit(events.subagent_end(repair_id, batch.agent.name, repair["exitCode"]))
         retries = 1

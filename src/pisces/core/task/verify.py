@@ -235,7 +235,7 @@ async def _run_command(command: dict[str, Any], ctx: AttemptContext, log: str) -
         return code, timed_out
     from pisces.core.sandbox.launch import blocked_by_sandbox, blocked_reason  # noqa: PLC0415 - loaded with the sandbox
 
-    if not blocked_by_sandbox(await asyncio.to_thread(_tail, log), code):
+    if not blocked_by_sandbox(await asyncio.to_thread(_tail, log), code, launch):
         return code, timed_out
     why = blocked_reason(launch)
     escalate = getattr(ctx.sandbox, "escalate", None)
@@ -254,11 +254,11 @@ async def _spawn(command: dict[str, Any], ctx: AttemptContext, log: str, launch:
     shell, args = ctx.shell
     out = await asyncio.to_thread(_open_log, log, append)
     try:
-        env, extra = ctx.env, {}
+        env, extra, argv = ctx.env, {}, [shell, *args, command["command"]]
         if launch is not None:
-            env, extra = launch.env, launch.popen_kwargs()
+            env, extra, argv = launch.env, launch.popen_kwargs(), launch.wrap(argv)
         proc = await asyncio.create_subprocess_exec(
-            shell, *args, command["command"], cwd=ctx.cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            *argv, cwd=ctx.cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=out, stderr=asyncio.subprocess.STDOUT, start_new_session=True, **extra)
     except OSError as exc:
         out.write(f"cannot start {shell}: {exc}\n".encode())

@@ -146,7 +146,7 @@ class BashTool(AgentTool):
             if launch is not None and not (result.cancelled or result.timed_out):
                 from pisces.core.sandbox.launch import blocked_by_sandbox, blocked_reason  # noqa: PLC0415 - loaded with the sandbox
 
-                if blocked_by_sandbox(result.output, result.exit_code):
+                if blocked_by_sandbox(result.output, result.exit_code, launch):
                     why = blocked_reason(launch)
                     escalate = getattr(self.sandbox, "escalate", None)
                     refused = (await escalate(command, tool_call_id, why, signal) if escalate is not None

@@ -71,9 +71,13 @@ def _agent_bin_dir() -> str:
         return os.path.join(base, "bin")
 
 
+PRIVATE_ENV = frozenset({"PISCES_WEB_TOKEN"})  # what no command pisces runs inherits
+
+
 def get_shell_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for commands: ours, with ``<agent dir>/bin`` first on PATH."""
-    env = dict(os.environ if base is None else base)
+    """The environment for commands: ours, with ``<agent dir>/bin`` first on PATH, without pisces' own secrets
+    (``PISCES_WEB_TOKEN``: a command holding it could drive the web server's session, its sandbox included)."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in PRIVATE_ENV}
     bin_dir = _agent_bin_dir()
     key = next((k for k in env if k.lower() == "path"), "PATH")
     current = env.get(key, "")
@@ -330,6 +334,7 @@ async def run_process(argv: list[str], cwd: str, env: dict[str, str] | None, on_
     if sandbox is not None:
         extra = sandbox.popen_kwargs()
         env = sandbox.env
+        argv = sandbox.wrap(argv)
     try:
         transport, _ = await loop.subprocess_exec(
             lambda: proto, *argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

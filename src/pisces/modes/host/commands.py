@@ -572,6 +572,12 @@ async def h_set_plan_mode(server: Any, cmd: dict[str, Any]) -> Any:
     return {"planMode": await server.session.load_plan_mode().set_enabled(enabled)}
 
 
+def h_set_sandbox(server: Any, cmd: dict[str, Any]) -> Any:
+    from pisces.modes.host.sandbox_command import set_sandbox  # noqa: PLC0415 - loaded on first use, not at start-up
+
+    return set_sandbox(server, cmd)
+
+
 def h_clear_queue(server: Any, cmd: dict[str, Any]) -> Any:
     steering, follow_up = server.session.clear_queue()
     return {"steering": steering, "followUp": follow_up}
@@ -638,4 +644,5 @@ COMMANDS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "mcp_status": h_mcp_status,
     "mcp_toggle": h_mcp_toggle,
     "mcp_reconnect": h_mcp_reconnect,
+    "set_sandbox": h_set_sandbox,
 }

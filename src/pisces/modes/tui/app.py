@@ -39,6 +39,7 @@ COMMANDS = {
     "/resume": "pick another session of this directory",
     "/fork": "a new session from an earlier message",
     "/reload": "reload extensions, skills, prompts",
+    "/sandbox": "show or set the OS sandbox (/sandbox read-only, /sandbox network off)",
     "/hotkeys": "show the keys",
     "/quit": "leave",
 }

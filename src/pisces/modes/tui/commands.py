@@ -118,6 +118,10 @@ async def run_command(app: Any, text: str) -> None:
                 app.editor.text = (data or {}).get("text", "")
                 app.editor.cursor_position = len(app.editor.text)
         await app.refresh_state()
+    elif name == "/sandbox":
+        from pisces.modes.tui.sandbox_command import sandbox_command  # noqa: PLC0415 - loaded on first use
+
+        await sandbox_command(ask, lambda text: t.note(text, 2), rest)
     elif name == "/reload":
         await ask({"type": "reload_resources"})
         t.note("reloaded", 2)
