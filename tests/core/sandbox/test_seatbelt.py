@@ -34,7 +34,8 @@ def test_writes_are_denied_except_beneath_the_writable_roots_given_as_parameters
     assert '    (subpath (param "WRITABLE_ROOT_0"))' in lines and '    (subpath (param "WRITABLE_ROOT_1"))' in lines
     assert params == {"WRITABLE_ROOT_0": str((tmp_path / "work").resolve()), "WRITABLE_ROOT_1": str(hostile)}
     assert str(tmp_path) not in text  # no path in the text: the hostile name cannot open a rule
-    assert '(literal "/dev/null")' in text and "network" not in text
+    assert '(literal "/dev/null")' in text and '(literal "/dev/stderr")' in text and "network" not in text
+    assert '(regex #"^/dev/fd/[0-9]+$")' in text
     assert text.count("(") == text.count(")")
 
 

@@ -1,7 +1,7 @@
 """Which OS sandbox a command pisces runs on the model's behalf gets: the one place that decides it.
 
 ``SandboxPolicy``: ``mode`` (``read-only``: writes nowhere but the private temp dir; ``workspace-write``: the
-workspace, the private temp dir and ``writable_roots``; ``off``: unconfined), ``network`` (TCP connect/bind
+workspace, the private temp dir and ``writable_roots``; ``off``: unconfined), ``network`` (non-Unix sockets
 allowed or not) and where the mode comes from (``source``: cli, command, project, settings, default).
 
 ``resolve(settings, cli_mode, people_approve)``, by precedence: the ``--sandbox`` flag; the settings

@@ -9,7 +9,8 @@ What the profile says, mirroring the Linux sandbox (``landlock.py``, ``seccomp.p
 * reads and execution anywhere (``(allow default)``), as on Linux;
 * ``(deny file-write*)``, then writes allowed beneath each writable directory of the policy (the workspace and
   the private temp dir for ``workspace-write``, the temp dir alone for ``read-only``) and on a few devices
-  (``/dev/null``, ``/dev/zero``, ``/dev/tty``, the pseudo-terminals, ``/dev/dtracehelper``);
+  (``/dev/null``, ``/dev/zero``, ``/dev/tty``, the pseudo-terminals, ``/dev/stdout``, ``/dev/stderr``,
+  ``/dev/fd/N``, ``/dev/dtracehelper``);
 * with the network off, ``(deny network*)`` and back only the Unix-domain sockets (the same rule as the
   seccomp filter on Linux: local sockets, no IP of any kind).
 
@@ -24,8 +25,10 @@ from __future__ import annotations
 import os
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
-_DEVICES = ("/dev/null", "/dev/zero", "/dev/tty", "/dev/dtracehelper", "/dev/urandom", "/dev/random")
+_DEVICES = ("/dev/null", "/dev/zero", "/dev/tty", "/dev/dtracehelper", "/dev/urandom", "/dev/random", "/dev/stdout",
+            "/dev/stderr")
 _PTY = r'(regex #"^/dev/ttys[0-9]+$")'
+_FD = r'(regex #"^/dev/fd/[0-9]+$")'  # the command's own descriptors (``echo x > /dev/stderr``)
 
 
 def profile(writable: list[str], *, network: bool) -> tuple[str, dict[str, str]]:
@@ -39,7 +42,8 @@ def profile(writable: list[str], *, network: bool) -> tuple[str, dict[str, str]]
         "(allow file-write*",
         *[f'    (subpath (param "{name}"))' for name in params],
         *[f'    (literal "{dev}")' for dev in _DEVICES],
-        f"    {_PTY})",
+        f"    {_PTY}",
+        f"    {_FD})",
     ]
     if not network:
         lines += [
