@@ -1,0 +1,183 @@
+"""The real ``pisces`` in tmux with the faux model: ``/tree`` (Esc twice, search, filters, labels, fold,
+moving with a summary of the branch left), ``/clone``, ``/settings``, ``/approval``, ``/trust``, the
+searchable ``/model`` and ``/redraw``; the terminal's state (``stty -g``) the same before and after."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import pytest  # noqa: E402 - after the path
+from test_tui_e2e import capture, start, stty_same  # noqa: E402 - after the path
+from tmuxterm import Tmux  # noqa: E402 - after the path
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "e2e"))
+from e2eproc import Home  # noqa: E402 - after the path
+
+
+@pytest.fixture
+def term(tmp_path):
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (apt-get install tmux): the terminal UI's e2e tests need it")
+    home = Home(str(tmp_path))
+    t = Tmux(home.cwd, home.env(TERM="xterm-256color"))
+    t.home = home
+    yield t
+    t.close()
+
+
+def dialog(screen: str) -> str:
+    """The rows of the dialog on the screen (from its ┌ row to its └ row)."""
+    rows = screen.split("\n")
+    first = max(i for i, r in enumerate(rows) if r.startswith("┌"))
+    last = next(i for i in range(first, len(rows)) if rows[i].startswith("└"))
+    return "\n".join(rows[first:last + 1])
+
+
+def gone(term, needle: str, timeout: float = 30) -> str:
+    """The screen once ``needle`` has left it (keys typed after a lone Esc must not arrive with it: a key
+    within the same read would be read as Alt+key)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        screen = term.screen()
+        if needle not in screen:
+            return screen
+        time.sleep(0.1)
+    raise AssertionError(f"{needle!r} stayed on the screen:\n{screen}")
+
+
+def ask(term, text: str, needle: str, timeout: float = 30) -> str:
+    term.text(text)
+    term.keys("Enter")
+    return term.wait_for(needle, timeout)
+
+
+def test_tree_search_filter_label_fold_and_move_with_a_summary(term):
+    start(term, [{"text": "answer one"}, {"text": "answer two"}, {"text": "summary of the branch left"},
+                 {"text": "answer three"}], session=True)
+    for q, a in (("question one", "answer one"), ("question two", "answer two")):
+        term.text(q)
+        term.keys("Enter")
+        term.wait_for(a, 30, history=True)
+    term.keys("Escape", "Escape")  # Esc twice on an empty editor while idle: the tree
+    screen = term.wait_for("┌ session tree")
+    box = dialog(screen)
+    assert "user: question one" in box and "assistant: answer two  ← active" in box
+    capture(term, "tree")
+    term.text("one")  # typing searches
+    box = dialog(term.wait_for("search: one█"))
+    assert "question one" in box and "answer one" in box and "question two" not in box
+    term.keys("Escape")  # clears the search, the dialog stays
+    assert "┌ session tree" in gone(term, "search: one")
+    term.keys("C-u")  # user messages only
+    box = dialog(term.wait_for("filter: user-only"))
+    assert "question two" in box and "answer" not in box
+    term.keys("Up")
+    term.text("L")  # label the entry under the cursor
+    term.wait_for("label: █")
+    term.text("start here")
+    term.keys("Enter")
+    box = dialog(term.wait_for("[start here]"))
+    assert "[start here] user: question one" in box
+    term.keys("C-o", "C-o", "C-o", "C-o")  # user-only -> labeled-only -> all -> default -> no-tools
+    term.wait_for("filter: no-tools")
+    term.keys("C-o")
+    term.wait_for("filter: user-only")
+    term.keys("C-u")
+    term.wait_for("filter: default")
+    term.keys("C-Left")  # the cursor is on "question one": fold what is below it
+    box = dialog(term.wait_for("(+3)"))
+    assert "▸ [start here] user: question one" in box and "answer two" not in box
+    term.keys("C-Right")
+    box = dialog(term.wait_for("answer two  ← active"))
+    term.keys("Enter")  # move to "question one", summarizing the branch left
+    term.wait_for("Summarize the branch being left")
+    term.keys("Down", "Enter")
+    term.wait_for("the branch left was summarized", 30, history=True)
+    assert "› question one" in term.wait_for("› question one")  # the message is back in the editor
+    term.keys("C-u")
+    term.text("question one again")
+    term.keys("Enter")
+    term.wait_for("answer three", 30, history=True)
+    term.text("/tree")
+    term.keys("Enter")
+    box = dialog(term.wait_for("┌ session tree"))
+    capture(term, "tree-branches")
+    assert "branch summary: " in box  # the summary the faux model wrote for the branch left
+    assert "├ " in box and "└ " in box  # two branches under one point
+    assert "answer three  ← active" in box
+    term.keys("Escape")
+    assert "› " in gone(term, "┌ session tree")  # closed, the editor is back
+    term.keys("C-d")
+    assert stty_same(term)
+
+
+def test_clone_settings_approval_trust_model_and_redraw(term):
+    start(term, [{"text": "first reply"}, {"text": "second reply"}], session=True)
+    term.text("hello there")
+    term.keys("Enter")
+    term.wait_for("first reply", 30, history=True)
+    # /model: a selector filtered by what is typed
+    box = dialog(ask(term, "/model", "search: █"))
+    assert "faux/" in box
+    term.text("reasoning")
+    box = dialog(term.wait_for("search: reasoning█"))
+    assert "faux-reasoning" in box and all("reasoning" in r for r in box.split("\n")[2:-1] if "faux/" in r)
+    capture(term, "model-search")
+    term.keys("Enter")
+    term.wait_for("model: faux/faux-reasoning", 30, history=True)
+    # /settings: real values, and a toggle through the host
+    box = dialog(ask(term, "/settings", "┌ settings"))
+    assert "auto-compaction  on" in box and "steering mode    one-at-a-time" in box
+    assert "thinking level" in box and "faux/faux-reasoning" in box
+    term.keys("Enter")
+    term.wait_for("auto-compaction  off")
+    term.keys("Down", "Down", "Enter")
+    term.wait_for("steering mode    all")
+    capture(term, "settings")
+    term.keys("Escape")
+    gone(term, "┌ settings")
+    # /approval: shown, then set by the person
+    box = dialog(ask(term, "/approval", "approval mode (now"))
+    assert "always-ask:" in box
+    term.keys("Enter")
+    term.wait_for("approval mode: always-ask (command)", 30, history=True)
+    # /trust: the state, then trusting through the trust store
+    ask(term, "/trust", "project trust (now: not trusted)")
+    term.keys("Enter")
+    term.wait_for("project trusted (saved in", 30, history=True)
+    store = os.path.join(term.home.agent_dir, "trust.json")
+    assert os.path.exists(store) and term.cwd in open(store, encoding="utf-8").read()
+    ask(term, "/trust", "project trust (now: trusted)")
+    term.keys("Escape")
+    gone(term, "┌ project trust")
+    # /clone: a new file, and the session goes on there
+    files_before = set(glob.glob(os.path.join(term.home.agent_dir, "sessions", "**", "*.jsonl"), recursive=True))
+    ask(term, "/clone", "cloned: you continue in", 30)
+    term.text("after the clone")
+    term.keys("Enter")
+    term.wait_for("second reply", 30, history=True)
+    files = set(glob.glob(os.path.join(term.home.agent_dir, "sessions", "**", "*.jsonl"), recursive=True))
+    new = files - files_before
+    assert len(files_before) == 1 and len(new) == 1
+    text = open(new.pop(), encoding="utf-8").read()
+    assert "hello there" in text and "after the clone" in text  # the copy holds the past, then goes on
+    assert "after the clone" not in open(files_before.pop(), encoding="utf-8").read()
+    # /redraw: the scrollback is cleared and the transcript written again from the session's messages
+    assert "bash run.sh" in term.history()
+    ask(term, "/redraw", "redrawn from the session's", 30)
+    hist = term.history()
+    assert "bash run.sh" not in hist  # what was before pisces' transcript is gone...
+    assert hist.count("› hello there") == 1 and hist.count("› after the clone") == 1  # ...the session is back
+    assert hist.index("hello there") < hist.index("first reply") < hist.index("after the clone") \
+        < hist.index("second reply")
+    capture(term, "redraw")
+    term.keys("C-d")
+    assert stty_same(term)
