@@ -5,6 +5,7 @@ searchable ``/model`` and ``/redraw``; the terminal's state (``stty -g``) the sa
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import sys
@@ -13,11 +14,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import pytest  # noqa: E402 - after the path
-from test_tui_e2e import capture, start, stty_same  # noqa: E402 - after the path
+from test_tui_e2e import capture, start  # noqa: E402 - after the path
 from tmuxterm import Tmux  # noqa: E402 - after the path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "e2e"))
-from e2eproc import Home  # noqa: E402 - after the path
+from e2eproc import PISCES, Home  # noqa: E402 - after the path
 
 
 @pytest.fixture
@@ -29,6 +30,21 @@ def term(tmp_path):
     t.home = home
     yield t
     t.close()
+
+
+def stty_same(term) -> bool:
+    """The terminal's settings after pisces left are those from before it started (``stty -g``), read once
+    the shell has written them whole."""
+    import time
+
+    term.wait_for("EXIT=", 30)
+    term.wait_for("tuitest$", 10)
+    after = os.path.join(term.cwd, "stty.after")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not (os.path.exists(after) and open(after).read().endswith("\n")):
+        time.sleep(0.1)
+    with open(os.path.join(term.cwd, "stty.before")) as a, open(after) as b:
+        return a.read() == b.read()
 
 
 def dialog(screen: str) -> str:
@@ -181,3 +197,53 @@ def test_clone_settings_approval_trust_model_and_redraw(term):
     capture(term, "redraw")
     term.keys("C-d")
     assert stty_same(term)
+
+
+def test_attach_reconnects_and_resumes_from_the_last_frame(term):
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "web"))
+    from tcpproxy import Proxy
+    from webproc import WebProc
+
+    script = os.path.join(term.cwd, "web-script.json")
+    with open(script, "w", encoding="utf-8") as f:
+        f.write('[{"text": "first reply"}, {"text": "reply while away"}, {"text": "reply to what was typed"}]')
+    token = "attach-reconnect-token-0123456789"
+    with WebProc(term.home, "--faux-script", script, "--no-session", env={"PISCES_WEB_TOKEN": token}) as w:
+        proxy = Proxy(w.port)
+        try:
+            browser = w.ws(token=token)
+            assert w.recv(browser)["type"] == "snapshot"
+            term.text(f"stty -g > stty.before; PISCES_WEB_TOKEN={token} {' '.join(PISCES)} attach "
+                      f"http://127.0.0.1:{proxy.port}; echo EXIT=$?; stty -g > stty.after\n")
+            term.wait_for("attached to", 30)
+            term.text("hello")
+            term.keys("Enter")
+            term.wait_for("first reply", 30)
+            w.until(browser, lambda f: f.get("type") == "agent_settled")
+            proxy.cut(refuse=True)  # the network drops, and stays down for a while
+            term.wait_for("connection lost: reconnecting", 30)
+            w.request(browser, {"type": "prompt", "message": "sent from the browser meanwhile"})
+            w.until(browser, lambda f: f.get("type") == "agent_settled")
+            term.text("typed while away")
+            term.keys("Enter")
+            term.wait_for("sent when the connection is back", 30)
+            capture(term, "attach-reconnecting")
+            assert "“typed while away” is sent when" in term.history()  # it waits, it is not lost
+            proxy.allow()
+            term.wait_for("reconnected: resumed after frame", 60, history=True)
+            term.wait_for("reply to what was typed", 60, history=True)
+            hist = term.history()
+            # the frames missed while away were replayed, in order, then what was typed was sent
+            assert hist.index("› sent from the browser meanwhile") < hist.index("reply while away") \
+                < hist.index("reply to what was typed")
+            assert "connection lost" not in gone(term, "connection lost")  # the status row is gone
+            seen = w.until(browser, lambda f: f.get("type") == "agent_settled")
+            assert "typed while away" in json.dumps(seen)  # the browser saw the terminal's message
+            assert proxy.accepted >= 2
+            capture(term, "attach-reconnected")
+            term.keys("C-d")
+            assert stty_same(term)
+            assert "EXIT=0" in term.screen()
+            browser.close()
+        finally:
+            proxy.close()
