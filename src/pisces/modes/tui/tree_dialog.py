@@ -7,7 +7,8 @@ only, Ctrl+O cycles the filters (default, no-tools, user-only, labeled-only, all
 the label of the entry under the cursor; Enter moves there, asking whether to summarize the branch being left;
 Esc clears the search, then closes.
 
-Everything it shows comes from the host's ``get_tree``; it acts through ``navigate_tree`` and
+Everything it shows comes from the host's ``get_tree`` (its flat form: a nested tree of a long session is too
+deep for Python's JSON decoder); it acts through ``navigate_tree`` and
 ``set_entry_label`` (no second dispatcher). Flattening is iterative, so a session of tens of thousands of
 entries neither recurses nor costs more than one walk per key.
 """
@@ -66,17 +67,20 @@ class TreeDialog(View):
 
     # -- the tree ----------------------------------------------------------------------------------------
     def load(self, data: dict[str, Any]) -> None:
-        self.roots: list[dict[str, Any]] = list(data.get("tree") or [])
+        """``get_tree {"flat": true}``'s nodes (file order, each naming its parent) linked into a tree."""
         self.leaf: str | None = data.get("leafId")
-        self.parent: dict[str, str | None] = {}
         self.by_id: dict[str, dict[str, Any]] = {}
-        stack = list(self.roots)
-        while stack:
-            n = stack.pop()
+        self.parent: dict[str, str | None] = {}
+        self.roots: list[dict[str, Any]] = []
+        for raw in data.get("nodes") or []:
+            n = {**raw, "children": []}
             self.by_id[n["id"]] = n
-            for c in n.get("children") or []:
-                self.parent[c["id"]] = n["id"]
-                stack.append(c)
+            owner = self.by_id.get(n.get("parentId") or "")
+            if owner is not None:
+                owner["children"].append(n)
+                self.parent[n["id"]] = owner["id"]
+            else:
+                self.roots.append(n)
         self.active: set[str] = set()
         at = self.leaf
         while at is not None:
@@ -151,10 +155,14 @@ class TreeDialog(View):
                            style("└ Enter save · Esc back" if self.mode == "label" else
                                  "└ Enter summarize and go · Esc back", 2)]
         labels = []
+        shown = {r[0]["id"] for r in flat}
+        here = self.leaf  # where the session is; a hidden leaf is marked on its nearest shown ancestor
+        while here is not None and here not in shown and not self.query:
+            here = self.parent.get(here)
         for n, prefix, kids in flat:
             fold = ("▸ " if n["id"] in self.folded else "") if kids else ""
             label = style(f"[{clean(str(n['label']))}] ", 33) if n.get("label") else ""
-            where = style("  ← active", 32) if n["id"] == self.leaf else ""
+            where = style("  ← active", 32) if n["id"] == here else ""
             dot = "•" if n["id"] in self.active else " "
             hidden = style(f" (+{self._count(n) - 1})", 2) if n["id"] in self.folded else ""
             text = clean(_text(n))[:max(10, width - 30 - len(prefix))]
@@ -269,7 +277,7 @@ class TreeDialog(View):
     async def _label(self, label: str) -> None:
         assert self.target is not None
         await self.ask({"type": "set_entry_label", "targetId": self.target["id"], "label": label or None})
-        self.load(await self.ask({"type": "get_tree"}))
+        self.load(await self.ask({"type": "get_tree", "flat": True}))
 
     def _go(self, *, summarize: bool, instructions: str | None) -> None:
         target = self.target
@@ -305,11 +313,11 @@ class TreeDialog(View):
 
 
 async def open_tree(app: Any) -> None:
-    resp = await app.client.request({"type": "get_tree"})
+    resp = await app.client.request({"type": "get_tree", "flat": True})
     if not resp.get("success"):
         raise RuntimeError(resp.get("error", "get_tree failed"))
     data = resp.get("data") or {}
-    if not data.get("tree"):
+    if not data.get("nodes"):
         app.transcript.note("the session has no entries yet", 2)
         return
     TreeDialog(app, data).open()
