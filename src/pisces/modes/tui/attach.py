@@ -195,7 +195,7 @@ async def _serve(url: str, token: str | None) -> int:
         from pisces.modes.tui.render import style  # noqa: PLC0415 - already loaded
 
         if kind == "down":
-            app.widgets[STATUS_KEY] = [style("⟳ " + text, 1, 33)]
+            app.widgets[STATUS_KEY] = [style(text, 1, 33)]
         elif kind == "up":
             app.widgets.pop(STATUS_KEY, None)
         else:
