@@ -247,3 +247,60 @@ def test_attach_reconnects_and_resumes_from_the_last_frame(term):
             browser.close()
         finally:
             proxy.close()
+
+
+def test_attach_after_a_server_restart_shows_its_snapshot_and_a_refused_token_ends_it(term):
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "web"))
+    from tcpproxy import Proxy
+    from webproc import WebProc
+
+    def script(name: str, text: str) -> str:
+        path = os.path.join(term.cwd, name)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump([{"text": text}], f)
+        return path
+
+    token = "attach-restart-token-0123456789"
+    first = WebProc(term.home, "--faux-script", script("a.json", "from the first server"), "--no-session",
+                    env={"PISCES_WEB_TOKEN": token})
+    proxy = Proxy(first.port)
+    servers = [first]
+    try:
+        term.text(f"stty -g > stty.before; PISCES_WEB_TOKEN={token} {' '.join(PISCES)} attach "
+                  f"http://127.0.0.1:{proxy.port}; echo EXIT=$?; stty -g > stty.after\n")
+        term.wait_for("attached to", 30)
+        term.text("one")
+        term.keys("Enter")
+        term.wait_for("from the first server", 30)
+        proxy.cut(refuse=True)
+        first.close()
+        term.wait_for("connection lost: reconnecting", 30)
+        second = WebProc(term.home, "--faux-script", script("b.json", "from the second server"), "--no-session",
+                         env={"PISCES_WEB_TOKEN": token})
+        servers.append(second)
+        browser = second.ws(token=token)
+        assert second.recv(browser)["type"] == "snapshot"
+        second.request(browser, {"type": "prompt", "message": "asked on the second server"})
+        second.until(browser, lambda f: f.get("type") == "agent_settled")
+        proxy.target = ("127.0.0.1", second.port)
+        proxy.allow()
+        # another stream: the frames cannot be resumed, the new server's snapshot is shown instead
+        term.wait_for("reconnected: the server sent a fresh snapshot (stream)", 60, history=True)
+        term.wait_for("from the second server", 30, history=True)
+        hist = term.history()
+        assert hist.index("fresh snapshot") < hist.index("› asked on the second server")
+        browser.close()
+        proxy.cut(refuse=True)
+        second.close()
+        term.wait_for("connection lost: reconnecting", 30)
+        third = WebProc(term.home, "--no-session", env={"PISCES_WEB_TOKEN": "another-token-0123456789abcdef"})
+        servers.append(third)
+        proxy.target = ("127.0.0.1", third.port)
+        proxy.allow()
+        term.wait_for("the server refused the token (HTTP", 60)  # no use trying again: attach ends
+        assert stty_same(term)
+        assert "EXIT=1" in term.screen()
+    finally:
+        proxy.close()
+        for w in servers:
+            w.close()
