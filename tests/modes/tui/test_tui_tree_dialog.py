@@ -110,3 +110,17 @@ def test_flat_and_nested_get_tree_hold_the_same_nodes(home, spawn):
     view.key("ctrl+left", "")  # fold it
     body = "\n".join(_rows(view))
     assert "▸ user: first again (+1)" in body and "three" not in body
+
+
+def test_a_view_never_hides_a_dialog_that_arrived_first():
+    app = FakeApp()
+    approval = {"id": "a1", "method": "approval", "options": ["Allow once"], "index": 0}
+    app.dialog = approval  # an approval came while get_tree was on its way
+    view = TreeDialog(app, {"nodes": [{"id": "x", "parentId": None, "type": "message", "role": "user",
+                                       "preview": "hi"}], "leafId": "x"})
+    assert view.open() is False
+    assert app.dialog is approval and "answer it first" in app.notes[-1]
+    app.dialog = None
+    assert view.open() is True and app.dialog["view"] is view
+    view.key("escape", "")
+    assert app.dialog is None

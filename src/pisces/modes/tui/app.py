@@ -478,7 +478,12 @@ class App:
         self.schedule()
 
     def pick(self, title: str, options: list[str], then: Any) -> None:
-        """A local selector (the same dialog as an extension's select)."""
+        """A local selector (the same dialog as an extension's select); never over a dialog already open (an
+        approval or an extension's question that arrived while the command ran)."""
+        if self.dialog is not None:
+            self.transcript.note(f"{title}: another dialog is open: answer it first", 33)
+            self.schedule()
+            return
         self.dialog = {"id": None, "method": "select", "title": title, "message": "", "options": options,
                        "index": 0, "local": then}
         self.schedule()

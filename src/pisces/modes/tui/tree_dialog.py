@@ -235,6 +235,8 @@ class TreeDialog(View):
             self.filter = FILTERS[(FILTERS.index(self.filter) + 1) % len(FILTERS)]
         elif name == "backspace":
             self.query = self.query[:-1]
+        elif name == "<bracketed-paste>":
+            self.query += " ".join(data.split())
         elif name == "enter" and flat:
             self.target = flat[at][0]
             if self.target["id"] == self.leaf:

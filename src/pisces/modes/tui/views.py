@@ -25,9 +25,16 @@ class View:
     def __init__(self, app: Any) -> None:
         self.app = app
 
-    def open(self) -> None:
+    def open(self) -> bool:
+        """Show this view, unless another dialog (an approval, an extension's question) arrived meanwhile:
+        that one is never hidden. Returns whether it opened."""
+        if self.app.dialog is not None:
+            self.app.transcript.note(f"{self.title}: another dialog is open: answer it first", 33)
+            self.app.schedule()
+            return False
         self.app.dialog = {"id": None, "method": "view", "view": self, "title": self.title}
         self.app.schedule()
+        return True
 
     def close(self) -> None:
         if self.app.dialog is not None and self.app.dialog.get("view") is self:
@@ -129,5 +136,7 @@ class SearchSelect(View):
             self.query, self.index = self.query[:-1], 0
         elif name == "ctrl+u":
             self.query, self.index = "", 0
+        elif name == "<bracketed-paste>":
+            self.query, self.index = self.query + " ".join(data.split()), 0
         elif len(data) == 1 and data.isprintable():
             self.query, self.index = self.query + data, 0
