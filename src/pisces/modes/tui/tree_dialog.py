@@ -19,7 +19,7 @@ from typing import Any
 
 from pisces.modes.tui.render import style
 from pisces.modes.tui.sanitize import clean
-from pisces.modes.tui.views import VISIBLE, View, list_rows, matches
+from pisces.modes.tui.views import VISIBLE, View, list_rows, matches, window_rows
 
 FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
 SUMMARY_CHOICES = ("Go there (no summary)", "Summarize the branch being left",
@@ -69,6 +69,10 @@ class TreeDialog(View):
     def load(self, data: dict[str, Any]) -> None:
         """``get_tree {"flat": true}``'s nodes (file order, each naming its parent) linked into a tree."""
         self.leaf: str | None = data.get("leafId")
+        self._loads = getattr(self, "_loads", 0) + 1
+        self._flat_key: tuple[Any, ...] | None = None
+        self._flat: list[tuple[dict[str, Any], str, int]] = []
+        self._pos: dict[str, int] = {}
         self.by_id: dict[str, dict[str, Any]] = {}
         self.parent: dict[str, str | None] = {}
         self.roots: list[dict[str, Any]] = []
@@ -115,7 +119,16 @@ class TreeDialog(View):
         return out
 
     def flatten(self) -> list[tuple[dict[str, Any], str, int]]:
-        """Rows in depth-first order: (entry, its guide and branch mark, number of shown children)."""
+        """Rows in depth-first order: (entry, its guide and branch mark, number of shown children). Kept
+        until the filter, the search, the folds or the tree change (moving the cursor costs no walk)."""
+        key = (self.filter, self.query, tuple(sorted(self.folded)), self._loads)
+        if key != self._flat_key:
+            self._flat = self._flatten()
+            self._pos = {r[0]["id"]: i for i, r in enumerate(self._flat)}
+            self._flat_key = key
+        return self._flat
+
+    def _flatten(self) -> list[tuple[dict[str, Any], str, int]]:
         rows: list[tuple[dict[str, Any], str, int]] = []
         stack: list[tuple[dict[str, Any], str, str]] = []
         self._push(stack, self._visible_under(self.roots), "")
@@ -154,20 +167,21 @@ class TreeDialog(View):
             return head + ["│ " + what + ": " + self.input + "█",
                            style("└ Enter save · Esc back" if self.mode == "label" else
                                  "└ Enter summarize and go · Esc back", 2)]
-        labels = []
-        shown = {r[0]["id"] for r in flat}
+        shown = self._pos
         here = self.leaf  # where the session is; a hidden leaf is marked on its nearest shown ancestor
         while here is not None and here not in shown and not self.query:
             here = self.parent.get(here)
-        for n, prefix, kids in flat:
+
+        def label(i: int) -> str:
+            n, prefix, kids = flat[i]
             fold = ("▸ " if n["id"] in self.folded else "") if kids else ""
-            label = style(f"[{clean(str(n['label']))}] ", 33) if n.get("label") else ""
+            tag = style(f"[{clean(str(n['label']))}] ", 33) if n.get("label") else ""
             where = style("  ← active", 32) if n["id"] == here else ""
             dot = "•" if n["id"] in self.active else " "
             hidden = style(f" (+{self._count(n) - 1})", 2) if n["id"] in self.folded else ""
             text = clean(_text(n))[:max(10, width - 30 - len(prefix))]
-            labels.append(f"{dot} {prefix}{fold}{label}{style(describe(n) + ':', 2)} {text}{hidden}{where}")
-        rows = head + (list_rows(labels, at) if labels else [style("│   (no entry matches)", 2)])
+            return f"{dot} {prefix}{fold}{tag}{style(describe(n) + ':', 2)} {text}{hidden}{where}"
+        rows = head + (window_rows(len(flat), at, label) if flat else [style("│   (no entry matches)", 2)])
         rows.append(style("└ ↑/↓ move · type search · ^U user · ^O filter · ^←/^→ fold · L label · "
                           "Enter go · Esc close", 2))
         return rows
@@ -181,14 +195,14 @@ class TreeDialog(View):
         return total
 
     def _index(self, flat: list[tuple[dict[str, Any], str, int]]) -> int:
-        ids = [r[0]["id"] for r in flat]
-        if self.cursor in ids:
-            return ids.index(self.cursor)
+        pos = self._pos
+        if self.cursor in pos:
+            return pos[self.cursor]
         at = self.cursor  # the cursor's entry is hidden: its nearest shown ancestor, else the first row
-        while at is not None and at not in ids:
+        while at is not None and at not in pos:
             at = self.parent.get(at)
-        self.cursor = at if at is not None else (ids[0] if ids else None)
-        return ids.index(self.cursor) if self.cursor in ids else 0
+        self.cursor = at if at is not None else (flat[0][0]["id"] if flat else None)
+        return pos.get(self.cursor or "", 0)
 
     # -- keys --------------------------------------------------------------------------------------------
     def key(self, name: str, data: str) -> None:

@@ -71,14 +71,20 @@ def window(count: int, at: int, size: int = VISIBLE) -> tuple[int, int]:
 
 
 def list_rows(labels: list[str], at: int, size: int = VISIBLE) -> list[str]:
-    first, last = window(len(labels), at, size)
+    return window_rows(len(labels), at, labels.__getitem__, size)
+
+
+def window_rows(count: int, at: int, label: Callable[[int], str], size: int = VISIBLE) -> list[str]:
+    """The rows of a list of ``count`` entries scrolled to show ``at``; only the shown entries are formatted
+    (``label(i)``), so a long list costs its window."""
+    first, last = window(count, at, size)
     rows = []
     if first > 0:
         rows.append(style(f"│   … {first} more", 2))
     for i in range(first, last):
-        rows.append(style(f"│ {'›' if i == at else ' '} {labels[i]}", 1 if i == at else 0))
-    if last < len(labels):
-        rows.append(style(f"│   … {len(labels) - last} more", 2))
+        rows.append(style(f"│ {'›' if i == at else ' '} {label(i)}", 1 if i == at else 0))
+    if last < count:
+        rows.append(style(f"│   … {count - last} more", 2))
     return rows
 
 
