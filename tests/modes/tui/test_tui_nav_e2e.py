@@ -172,6 +172,9 @@ def test_clone_settings_approval_trust_model_and_redraw(term):
     store = os.path.join(term.home.agent_dir, "trust.json")
     assert os.path.exists(store) and term.cwd in open(store, encoding="utf-8").read()
     ask(term, "/trust", "project trust (now: trusted)")
+    term.keys("Down", "Enter")  # and untrusting it again
+    term.wait_for("project not trusted (saved in", 30, history=True)
+    ask(term, "/trust", "project trust (now: not trusted)")
     term.keys("Escape")
     gone(term, "┌ project trust")
     # /clone: a new file, and the session goes on there
