@@ -53,8 +53,9 @@ def stty_same(term):
     term.wait_for("EXIT=", 30)
     term.wait_for("tuitest$", 10)
     import time
-    for _ in range(100):
-        if os.path.exists(os.path.join(term.cwd, "stty.after")):
+    after = os.path.join(term.cwd, "stty.after")
+    for _ in range(100):  # written whole (the shell creates the file before stty writes into it)
+        if os.path.exists(after) and open(after, encoding="utf-8").read().endswith("\n"):
             break
         time.sleep(0.1)
     with open(os.path.join(term.cwd, "stty.before")) as a, open(os.path.join(term.cwd, "stty.after")) as b:

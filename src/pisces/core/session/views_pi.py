@@ -87,8 +87,10 @@ def _entry_fields(e: Any, tool_args: dict[str, Any], include_content: bool) -> d
 
 
 def pi_tree(entries: list[Any], leaf_id: str | None, labels: dict[str, str], *,
-            include_content: bool = False) -> dict[str, Any]:
-    """``{tree: [node…], leafId}`` (later pi's ``get_tree``); iterative, so deep sessions are fine."""
+            include_content: bool = False, flat: bool = False) -> dict[str, Any]:
+    """``{tree: [node…], leafId}`` (later pi's ``get_tree``); iterative, so deep sessions are fine.
+    ``flat``: ``{nodes: [node…], leafId}``, the same nodes in file order without ``children`` (a client's
+    JSON decoder need not nest one level per entry: Python's stops near 1000)."""
     kept: dict[str, dict[str, Any]] = {}
     stand_in: dict[str, str | None] = {}  # a metadata entry's id -> its nearest kept ancestor
     tool_args: dict[str, Any] = {}
@@ -109,14 +111,17 @@ def pi_tree(entries: list[Any], leaf_id: str | None, labels: dict[str, str], *,
         node.update(_entry_fields(e, tool_args, include_content))
         if e.id in labels:
             node["label"] = labels[e.id]
-        node["children"] = []
         kept[e.id] = node
+        if flat:
+            roots.append(node)
+            continue
+        node["children"] = []
         owner = kept.get(parent) if parent is not None else None
         (owner["children"] if owner is not None else roots).append(node)
     leaf = leaf_id
     while leaf is not None and leaf in stand_in:
         leaf = stand_in[leaf]
-    return {"tree": roots, "leafId": leaf}
+    return {"nodes" if flat else "tree": roots, "leafId": leaf}
 
 
 def entries_since(entries: list[Any], since: str | None) -> list[Any]:

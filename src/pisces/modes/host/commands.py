@@ -363,7 +363,7 @@ def h_set_label(server: Any, cmd: dict[str, Any]) -> Any:
 def h_get_tree(server: Any, cmd: dict[str, Any]) -> Any:
     store = server.session.store
     return pi_tree(store.get_entries(), store.get_leaf_id(), store.get_labels(),
-                   include_content=cmd.get("includeContent") is True)
+                   include_content=cmd.get("includeContent") is True, flat=cmd.get("flat") is True)
 
 
 def h_get_entries(server: Any, cmd: dict[str, Any]) -> Any:

@@ -18,12 +18,14 @@ from prompt_toolkit.input import create_input
 from prompt_toolkit.keys import Keys
 
 from pisces.modes.tui.footer import footer_rows
-from pisces.modes.tui.keybindings import Keymap
+from pisces.modes.tui.keybindings import Keymap, key_id
+from pisces.modes.tui.nav_commands import NAV_COMMANDS
 from pisces.modes.tui.render import Renderer, fit, style
 from pisces.modes.tui.transcript import Transcript
 
 FRAME_S = 1 / 60
 ESC_WAIT_S = 0.05
+ESC_TWICE_S = 0.8  # two Esc within this on an empty editor while idle open the tree
 DIALOG_ROWS = 10  # options of a selector shown at once (the list scrolls with the choice)
 DIALOG_METHODS = ("select", "confirm", "input", "editor")
 COMMANDS = {
@@ -43,6 +45,7 @@ COMMANDS = {
     "/hotkeys": "show the keys",
     "/quit": "leave",
 }
+COMMANDS.update(NAV_COMMANDS)
 HIDDEN = ("/switch-to", "/fork-at", "/thinking-cycle")  # what selectors and keys run
 
 class App:
@@ -61,6 +64,7 @@ class App:
         self.widgets: dict[str, list[str]] = {}
         self.state: dict[str, Any] = {}
         self.last_ctrl_c = 0.0
+        self.last_esc = 0.0
         self.done = asyncio.Event()
         self._frame: asyncio.TimerHandle | None = None
         self.hint = ""
@@ -121,6 +125,8 @@ class App:
     def _dialog_rows(self) -> list[str]:
         d = self.dialog
         assert d is not None
+        if "view" in d:  # a dialog that draws itself (views.py)
+            return list(d["view"].rows(self.renderer.width))
         rows = [style("┌ " + d.get("title", ""), 1, 35)]
         if d.get("message"):
             rows.append(style("│ " + d["message"], 35))
@@ -264,6 +270,9 @@ class App:
         self.schedule()
 
     def on_key(self, k: Any, alt: bool = False) -> None:
+        if self.dialog is not None and "view" in self.dialog:
+            self.dialog["view"].key(key_id(k.key, k.data, alt), "" if alt else k.data)
+            return
         if self.dialog is not None:
             if alt and k.key != Keys.ControlM:
                 return
@@ -297,6 +306,13 @@ class App:
             self.submit(follow_up=True)
         elif action == "newLine":
             buf.insert_text("\n")
+        elif action == "interrupt" and not self.busy and not buf.text:  # Esc twice: the tree
+            now = time.monotonic()
+            if now - self.last_esc < ESC_TWICE_S:
+                self.last_esc = 0.0
+                asyncio.ensure_future(self.command("/tree"))
+            else:
+                self.last_esc = now
         elif action == "interrupt":
             if self.busy:
                 self.client.send({"type": "abort"})
@@ -464,7 +480,12 @@ class App:
         self.schedule()
 
     def pick(self, title: str, options: list[str], then: Any) -> None:
-        """A local selector (the same dialog as an extension's select)."""
+        """A local selector (the same dialog as an extension's select); never over a dialog already open (an
+        approval or an extension's question that arrived while the command ran)."""
+        if self.dialog is not None:
+            self.transcript.note(f"{title}: another dialog is open: answer it first", 33)
+            self.schedule()
+            return
         self.dialog = {"id": None, "method": "select", "title": title, "message": "", "options": options,
                        "index": 0, "local": then}
         self.schedule()

@@ -19,6 +19,10 @@ async def run_command(app: Any, text: str) -> None:
     name, _, rest = text.strip().partition(" ")
     rest = rest.strip()
     c, t = app.client, app.transcript
+    from pisces.modes.tui.nav_commands import run_nav_command  # noqa: PLC0415 - loaded with this module
+
+    if await run_nav_command(app, name, rest):  # /tree, /clone, /settings, /approval, /trust, /model, /redraw
+        return
 
     async def ask(cmd: dict[str, Any]) -> Any:
         resp = await c.request(cmd)
