@@ -21,21 +21,29 @@
     return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws?' + q;
   }
 
-  // the device secret pairing left in this origin's own storage; presented by this code only (the browser
-  // sends no cookie): in the WebSocket handshake as a subprotocol, on fetches as a bearer token
-  function device() {
-    try { return localStorage.getItem('pisces.device') || sessionStorage.getItem('pisces.device'); } catch (e) { return null; }
+  // this browser's credential (device.js): made at pairing, kept in this origin's own storage, presented by
+  // this code only (the browser sends no cookie): in the WebSocket handshake as a subprotocol, on fetches as
+  // a bearer token; a key device signs a fresh one-time challenge for each
+  var D = window.PiscesDevice;
+  P.authHeaders = function () {
+    return D.credential().then(function (c) { return c ? { Authorization: 'Bearer ' + c.bearer } : {}; });
+  };
+  function retryLater() {
+    setTimeout(connect, S.retryMs);
+    S.retryMs = Math.min(S.retryMs * 2, 5000);
   }
-  function forget() {
-    try { localStorage.removeItem('pisces.device'); sessionStorage.removeItem('pisces.device'); } catch (e) { /* gone */ }
-  }
-  P.authHeaders = function () { var d = device(); return d ? { Authorization: 'Bearer ' + d } : {}; };
+  function unpaired() { D.forget().then(function () { location.replace('/login'); }); }
 
   function connect() {
-    var secret = device();
-    if (!secret) { location.replace('/login'); return; }
     setConn('connecting', '');
-    var ws = new WebSocket(wsUrl(), ['pisces.v1', 'pisces.device.' + secret]);
+    D.credential().then(function (cred) {
+      if (!cred) { location.replace('/login'); return; }
+      openSocket(cred);
+    }, function () { setConn('reconnecting', 'down'); retryLater(); });  // the server is not there (yet)
+  }
+
+  function openSocket(cred) {
+    var ws = new WebSocket(wsUrl(), ['pisces.v1', cred.protocol]);
     S.ws = ws;
     ws.onopen = function () { S.retryMs = 500; S.everOpen = true; setConn('live', 'live'); };
     ws.onmessage = function (ev) {
@@ -43,18 +51,20 @@
       try { frame = JSON.parse(ev.data); } catch (e) { return; }
       if (isObj(frame)) handle(frame);
     };
-    ws.onclose = function () {
+    ws.onclose = function (ev) {
       if (S.ws !== ws) return;
       S.ws = null;
       setConn('reconnecting', 'down');
       Object.keys(S.calls).forEach(function (id) { S.calls[id].reject(new Error('disconnected')); });
       S.calls = {};
-      // still paired? a restarted server forgets this browser: back to the login page
-      fetch('/auth', { cache: 'no-store', credentials: 'omit', headers: P.authHeaders() }).then(function (r) {
-        if (r.status === 401) { forget(); location.replace('/login'); return; }
-        setTimeout(connect, S.retryMs);
-        S.retryMs = Math.min(S.retryMs * 2, 5000);
-      }, function () { setTimeout(connect, S.retryMs); S.retryMs = Math.min(S.retryMs * 2, 5000); });
+      if (ev.code === 4403) { unpaired(); return; }  // this browser was unpaired (web_revoke, pisces web revoke)
+      // still paired? a browser the server does not know (revoked, or paired elsewhere) returns to the login page
+      P.authHeaders().then(function (h) {
+        return fetch('/auth', { cache: 'no-store', credentials: 'omit', headers: h });
+      }).then(function (r) {
+        if (r.status === 401) { unpaired(); return; }
+        retryLater();
+      }, retryLater);
     };
   }
   document.addEventListener('visibilitychange', function () {
