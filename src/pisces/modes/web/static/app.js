@@ -166,11 +166,24 @@
     (f.requests || []).forEach(function (r) { if (r.type === 'tool_approval_request') showApproval(r); else uiRequest(r); });
     setBusy(!!(S.state && S.state.isStreaming) || S.pending.length > 0);
     renderTitle();
+    if (!S.warmed) { S.warmed = true; setTimeout(warmUp, 0); }
     loadInfo();
     loadModels();
     refreshState();
     loadSessions();
     if (!$('tab-tree').hidden) loadTree();
+  }
+
+  // what the first reply runs for the first time (markdown, the sanitizer, highlighting, a message's layout),
+  // run once while idle on a hidden copy, so the first token is drawn as fast as any later one
+  function warmUp() {
+    var box = $('messages');
+    var wrap = el('div', 'msg assistant warm-up');
+    wrap.setAttribute('aria-hidden', 'true');
+    fillAssistant(wrap, { role: 'assistant', content: [{ type: 'text', text: '# A\n\n**b** `c` [d](https://e.example)\n\n- f\n\n```js\nvar g = 1;\n```\n' }] });
+    box.appendChild(wrap);
+    void wrap.offsetHeight;  // style and layout once
+    box.removeChild(wrap);
   }
 
   function reloadSession() {

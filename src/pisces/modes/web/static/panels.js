@@ -221,7 +221,7 @@
         var li = el('li', dev.id === d.current ? 'current' : null);
         li.setAttribute('data-device', dev.id);
         var head = el('div', 'first', dev.name);
-        if (dev.id === d.current) add(head, el('span', 'tag', 'this browser'));
+        head.title = dev.name;
         var revoke = el('button', 'danger small', 'Revoke');
         revoke.type = 'button';
         revoke.title = 'Forget this browser: it must be paired again';
@@ -229,9 +229,10 @@
           ev.stopPropagation();
           quietly(call('web_revoke', { device: dev.id }).then(function () { toast('Revoked: ' + dev.name); loadDevices(); }));
         });
-        add(li, add(el('div', 'device-row'), head, revoke),
-          el('div', 'meta', dev.origin + ' · paired ' + dev.paired.slice(0, 16).replace('T', ' ') +
-            ' · seen ' + dev.lastSeen.slice(0, 16).replace('T', ' ') + (dev.kind === 'secret' ? ' · secret' : ' · key')));
+        var meta = el('div', 'meta');
+        if (dev.id === d.current) add(meta, el('span', 'tag', 'this browser'));
+        add(li, add(el('div', 'device-row'), head, revoke), add(meta, document.createTextNode(dev.origin + ' · paired ' + dev.paired.slice(0, 16).replace('T', ' ') +
+            ' · seen ' + dev.lastSeen.slice(0, 16).replace('T', ' ') + (dev.kind === 'secret' ? ' · secret' : ' · key'))));
         add(list, li);
       });
       if (!list.children.length) add(list, el('li', 'note unsaved', 'No remembered browser (this one connects with the access token).'));
