@@ -145,6 +145,9 @@
     extension_ui_request: function (f) { uiRequest(f); },
     tool_approval_request: function (f) { showApproval(f); },
     tool_approval_cancel: function (f) { closeRequest(f.targetId || f.id); },
+    todo_update: function (f) { if (S.state) S.state.todoPhases = f.todoPhases; P.renderTodos(f.todoPhases); },
+    mcp_server_status: function () { P.loadMcpSoon(); },
+    mcp_tools_changed: function () { P.loadMcpSoon(); },
     project_trust: function (f) { if (f.ignoredProjectSettings) toast('This project is not trusted: some of its settings were ignored'); }
   };
 
@@ -167,6 +170,8 @@
     setBusy(!!(S.state && S.state.isStreaming) || S.pending.length > 0);
     renderTitle();
     if (!S.warmed) { S.warmed = true; setTimeout(warmUp, 0); }
+    P.renderTodos(S.state && S.state.todoPhases);
+    P.loadMcp();
     loadInfo();
     loadModels();
     refreshState();
@@ -189,6 +194,7 @@
   function reloadSession() {
     Promise.all([call('get_state'), call('get_messages')]).then(function (r) {
       S.state = r[0];
+      P.renderTodos(S.state.todoPhases);
       if (!S.streaming) renderMessages(r[1].messages || []);
       renderTitle();
       renderSelectors();
@@ -199,7 +205,7 @@
   }
 
   function refreshState() {
-    call('get_state').then(function (st) { S.state = st; renderTitle(); renderSelectors(); setBusy(st.isStreaming || (S.busy && S.pending.length > 0)); }).catch(function () {});
+    call('get_state').then(function (st) { S.state = st; P.renderTodos(st.todoPhases); renderTitle(); renderSelectors(); setBusy(st.isStreaming || (S.busy && S.pending.length > 0)); }).catch(function () {});
     refreshStats();
     loadForkIds();
   }

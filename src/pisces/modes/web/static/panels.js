@@ -85,7 +85,7 @@
       ['sessions', 'tree', 'more'].forEach(function (t) { $('tab-' + t).hidden = t !== b.getAttribute('data-tab'); });
       if (b.getAttribute('data-tab') === 'tree') loadTree();
       if (b.getAttribute('data-tab') === 'sessions') loadSessions();
-      if (b.getAttribute('data-tab') === 'more') { refreshStats(); loadDevices(); }
+      if (b.getAttribute('data-tab') === 'more') { refreshStats(); loadDevices(); P.loadMcp(); }
     });
   });
 
