@@ -219,7 +219,8 @@ def first_prompt(rounds: int, tmp: str) -> dict[str, list[float]] | str:
                 for which in ("first", "second"):
                     # as a person would: the page has loaded what it asks for when it opens (no call waiting),
                     # then the prompt takes a moment to type; the same before both prompts
-                    page.wait_for("!window.PiscesApp.state.busy && !Object.values(window.PiscesApp.state.calls).some(c => !c.done)")
+                    page.wait_for("!window.PiscesApp.state.busy && "
+                                  "!Object.values(window.PiscesApp.state.calls).some(c => !c.done)")
                     time.sleep(TYPING_S)
                     got = page.eval(PROMPT_JS % json.dumps(f"the {which} prompt"), timeout=60)
                     out.setdefault(f"{which}_bubble_ms", []).append(got["bubble"])

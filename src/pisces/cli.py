@@ -144,8 +144,9 @@ def _add_web_flags(p: argparse.ArgumentParser) -> None:
                    help="RPC mode: also serve the browser UI on the same live session (see --mode web)")
     p.add_argument("--host", metavar="ADDR", help="web: the address to listen on (default 127.0.0.1; any "
                    "other needs a token: --web-token-file or PISCES_WEB_TOKEN)")
-    p.add_argument("--port", type=int, metavar="N", help="web: the port (default: the web.port setting, else one derived from the "
-                   "project directory, the same on every run; 0: a free one)")
+    p.add_argument("--port", type=int, metavar="N",
+                   help="web: the port (default: the web.port setting, else one derived from the project directory, "
+                        "the same on every run; 0: a free one)")
     p.add_argument("--web-token", dest="web_token", metavar="TOKEN",
                    help="refused: a token on the command line is visible to every local user; use "
                         "--web-token-file or PISCES_WEB_TOKEN")

@@ -90,9 +90,9 @@ class Device:
     cwd: str
     name: str
     paired: float  # seconds since the epoch
-    lastSeen: float  # noqa: N815 - the file's (and the protocol's) camelCase field
-    publicKey: str = ""  # noqa: N815 - kind "key": the raw P-256 point, base64url
-    secretHash: str = ""  # noqa: N815 - kind "secret": sha256 hex of the secret
+    lastSeen: float  # the file's (and the protocol's) camelCase field
+    publicKey: str = ""  # kind "key": the raw P-256 point, base64url
+    secretHash: str = ""  # kind "secret": sha256 hex of the secret
 
     def public(self) -> dict[str, Any]:
         """What ``web_devices`` and ``pisces web devices`` show (no key material)."""

@@ -32,7 +32,7 @@ def run_web_cli(words: Sequence[str]) -> int:
         rows += [(d.id, d.name, d.origin, d.cwd, d.public()["paired"], d.public()["lastSeen"]) for d in devices]
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
         for r in rows:
-            sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] + "\n")
+            sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] + "\n")
         return 0
     if words[:1] == ["revoke"] and len(words) == 2:
         store = DeviceStore()

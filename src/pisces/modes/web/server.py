@@ -27,6 +27,7 @@ import errno
 import json
 import os
 import sys
+import weakref
 from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -161,6 +162,8 @@ class WebServer:
         self._devices = devices
         self._cwd = cwd
         self._watch: asyncio.Task | None = None
+        # the device each accepted handshake presented (gone with its connection)
+        self._conn_devices: weakref.WeakKeyDictionary[ServerConnection, str] = weakref.WeakKeyDictionary()
         self._token = token
         self._origins = origins
         self.auth: WebAuth | None = None  # made once the port is known
@@ -291,7 +294,7 @@ class WebServer:
             if origin is None and not auth.program_ok(bearer):
                 return _text(403, "Forbidden", "A browser connection must carry its Origin\n")
             if device is not None:
-                conn.pisces_device = device.id  # type: ignore[attr-defined] - read by _handle for revocation
+                self._conn_devices[conn] = device.id  # read by _handle: the socket closes if it is revoked
                 auth.devices.seen(device.id)
             return None  # the WebSocket handshake goes on
         # the UI's own files are the package's, the same for everyone: no credential needed (the login page's
@@ -348,7 +351,7 @@ class WebServer:
         # ?approvals=typed: this client speaks the typed approval frames from its first frame on (the same as
         # negotiate_protocol {"clientCapabilities": {"typedToolApprovals": 1}}, without a round trip)
         client.typed_approvals = (query.get("approvals") or [""])[0] == "typed"
-        client.device_id = getattr(conn, "pisces_device", None)
+        client.device_id = self._conn_devices.pop(conn, None)
         if client.device_id is not None and client.device_id not in self.require_auth().devices.devices:
             await conn.close(REVOKED, "this browser was unpaired")  # revoked during the handshake
             return
