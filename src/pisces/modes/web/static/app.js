@@ -114,6 +114,7 @@
     agent_start: function () { setBusy(true); },
     agent_settled: function () {
       setBusy(false);
+      if (S.askNotifications) { S.askNotifications = false; askNotificationsOnce(); }
       var last = lastAssistant();
       if (last && (last.stopReason === 'error' || last.stopReason === 'aborted')) {
         notify('pisces: the run ' + (last.stopReason === 'error' ? 'failed' : 'was stopped'), str(last.errorMessage));
@@ -186,9 +187,14 @@
     var wrap = el('div', 'msg assistant warm-up');
     wrap.setAttribute('aria-hidden', 'true');
     fillAssistant(wrap, { role: 'assistant', content: [{ type: 'text', text: '# A\n\n**b** `c` [d](https://e.example)\n\n- f\n\n```js\nvar g = 1;\n```\n' }] });
+    var user = userEl({ role: 'user', content: [{ type: 'text', text: 'a' }], timestamp: Date.now() });
+    user.classList.add('pending', 'warm-up');
+    user.setAttribute('aria-hidden', 'true');
+    box.appendChild(user);
     box.appendChild(wrap);
     void wrap.offsetHeight;  // style and layout once
     box.removeChild(wrap);
+    box.removeChild(user);
   }
 
   function reloadSession() {
@@ -573,7 +579,7 @@
         refreshState();
       }
     });
-    askNotificationsOnce();
+    S.askNotifications = true;  // once this run settles: a permission prompt is no work for the first reply to wait behind
   }
 
   $('image-input').addEventListener('change', function (ev) {
