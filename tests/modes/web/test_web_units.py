@@ -11,7 +11,8 @@ from websockets.frames import Frame, Opcode
 from pisces.modes.host.host import with_seq
 from pisces.modes.host.replay import ReplayBuffer
 from pisces.modes.web.auth import WebAuth
-from pisces.modes.web.devices import SIGNED_PREFIX, DeviceStore
+from pisces.modes.web.devices import SIGNED_PREFIX, DeviceStore, device_name
+from pisces.modes.web.port import ATTEMPTS, HIGH, LOW, candidates, configured_port
 from pisces.modes.web.server import STATIC, safe_join, ws_frame
 
 
@@ -132,3 +133,32 @@ def test_safe_join_stays_inside():
     assert safe_join(STATIC, "app.js") == (STATIC / "app.js").resolve()
     for bad in ("../host.py", "%2e%2e/host.py", "a/../../x", "/etc/passwd", "..%2fx", "a\\b", "x%00", "", "vendor//x"):
         assert safe_join(STATIC, bad) is None, bad
+
+
+def test_the_projects_port_is_stable_and_the_configured_one_wins(tmp_path):
+    ports = list(candidates(str(tmp_path)))
+    assert len(ports) == len(set(ports)) == ATTEMPTS and all(LOW <= p < HIGH for p in ports)
+    assert list(candidates(str(tmp_path) + "/.")) == ports  # the real path: the same directory, the same ports
+    assert list(candidates(str(tmp_path / "other"))) != ports  # another project, other ports
+
+    class Args:
+        port = None
+
+    assert configured_port(Args(), {"web.port": 8400}) == 8400
+    assert configured_port(Args(), {"web.port": "8400"}) is None and configured_port(Args(), {}) is None
+    Args.port = 0
+    assert configured_port(Args(), {"web.port": 8400}) == 0  # --port wins, 0 included (any free port)
+
+
+def test_a_corrupt_devices_file_counts_as_empty_and_is_replaced(tmp_path, capsys):
+    path = tmp_path / "web-devices.json"
+    path.write_text("{not json")
+    store = DeviceStore(str(path))
+    assert store.devices == {} and "unreadable" in capsys.readouterr().err
+    device = store.add(kind="secret", origin="http://127.0.0.1:1", cwd="/p", user_agent="x" * 5000, secret="s" * 43)
+    again = DeviceStore(str(path))
+    assert list(again.devices) == [device.id] and again.by_secret("s" * 43) is not None
+    assert again.by_secret("s" * 42) is None and not again.revoke("dnope000000")
+    assert device_name("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0) Version/17.0 Mobile/15E148 Safari/604.1") == \
+        "Safari 17 on iPhone"
+    assert device_name("\x1b[31m" * 100) == "a browser"

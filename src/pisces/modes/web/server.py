@@ -295,7 +295,7 @@ class WebServer:
                 return _text(403, "Forbidden", "A browser connection must carry its Origin\n")
             if device is not None:
                 self._conn_devices[conn] = device.id  # read by _handle: the socket closes if it is revoked
-                auth.devices.seen(device.id)
+                await asyncio.to_thread(auth.devices.seen, device.id)  # a file write at most every 10 minutes
             return None  # the WebSocket handshake goes on
         # the UI's own files are the package's, the same for everyone: no credential needed (the login page's
         # stylesheet included); what holds the session (/ws, /export, /auth) needs one
