@@ -211,3 +211,31 @@ def test_revoke_in_the_ui_closes_the_devices_sockets_and_another_port_gets_nothi
     finally:
         other.shutdown()
         other.server_close()
+
+
+def test_a_browser_without_webcrypto_pairs_with_a_secret_that_survives_a_restart(browser, home):
+    """A phone on http://<LAN address> is not a secure context (no crypto.subtle): device.js keeps a random secret
+    in localStorage and the server its hash. Chromium is made to take that path by hiding isSecureContext."""
+    w = WebProc(home, "--provider", "faux", "--no-session")
+    try:
+        page = browser.new_page()
+        page.send("Page.addScriptToEvaluateOnNewDocument",
+                  {"source": "Object.defineProperty(window, 'isSecureContext', {value: false});"})
+        page.goto(w.pair_url)
+        page.wait_for(LIVE)
+        got = page.eval("window.PiscesDevice.load().then(d => ({kind: d.kind, n: d.secret.length, "
+                        "stored: localStorage.getItem('pisces.device') === d.secret}))")
+        assert got == {"kind": "secret", "n": 43, "stored": True}, got
+        secret = page.eval("localStorage.getItem('pisces.device')")
+        stored = json.load(open(os.path.join(home.agent_dir, "web-devices.json")))["devices"]
+        assert [d["kind"] for d in stored] == ["secret"] and secret not in json.dumps(stored)  # its hash only
+        port = w.port
+        w.close()
+        page.wait_for("document.querySelector('#conn.down')")
+        w = WebProc(home, "--provider", "faux", "--no-session")
+        assert w.port == port
+        page.wait_for(LIVE, timeout=60)
+        assert page.eval("location.pathname") == "/"
+        assert ask(page, "web_devices")["current"] == stored[0]["id"]
+    finally:
+        w.close()

@@ -56,7 +56,12 @@
     var bytes = new Uint8Array(32);
     crypto.getRandomValues(bytes);
     var secret = b64url(bytes);
-    return getJson(q + '&secret=' + secret).then(function (d) { localStorage.setItem(LS, secret); return d; });
+    return getJson(q + '&secret=' + secret).then(function (d) {
+      localStorage.setItem(LS, secret);
+      // a key this origin held before is replaced by this pairing
+      return (window.indexedDB ? tx('readwrite', function (s) { return s.delete(KEY); }).catch(function () {}) : Promise.resolve())
+        .then(function () { return d; });
+    });
   }
 
   function load() {
