@@ -582,30 +582,7 @@
     S.askNotifications = true;  // once this run settles: a permission prompt is no work for the first reply to wait behind
   }
 
-  $('image-input').addEventListener('change', function (ev) {
-    Array.prototype.forEach.call(ev.target.files || [], function (file) {
-      if (!/^image\/(png|jpeg|gif|webp)$/.test(file.type)) { toast('Not an image pisces can send: ' + file.type, true); return; }
-      if (file.size > 20 * 1024 * 1024) { toast('Image too large (20 MB at most)', true); return; }
-      var reader = new FileReader();
-      reader.onload = function () {
-        var url = String(reader.result);
-        S.attachments.push({ mimeType: file.type, data: url.slice(url.indexOf(',') + 1), url: url, name: file.name });
-        renderAttachments();
-      };
-      reader.readAsDataURL(file);
-    });
-    ev.target.value = '';
-  });
-  function renderAttachments() {
-    var box = $('attachments');
-    box.textContent = '';
-    S.attachments.forEach(function (a, i) {
-      var img = el('img'); img.src = a.url; img.alt = a.name;
-      var x = el('button', null, '×'); x.type = 'button'; x.setAttribute('aria-label', 'Remove ' + a.name);
-      x.addEventListener('click', function () { S.attachments.splice(i, 1); renderAttachments(); });
-      add(box, add(el('span', 'att'), img, x));
-    });
-  }
+  function renderAttachments() { P.renderAttachments(); }
 
   // -- what the other files use, and what they provide ---------------------------------------------
   P.S = S; P.call = call; P.send = send; P.quietly = quietly; P.$ = $;
