@@ -389,10 +389,10 @@ def h_web_pair(client: Any, cmd: dict) -> Any:
 
 
 def h_web_devices(client: Any, cmd: dict) -> Any:
-    """The remembered browsers (no key material), and which one this client is."""
-    store = client.host.web.require_auth().devices
-    store.refresh()
-    devices = sorted(store.devices.values(), key=lambda d: d.paired)
+    """The browsers remembered for this server's origins (no key material), and which one this client is."""
+    auth = client.host.web.require_auth()
+    auth.devices.refresh()  # this server's origins only (pisces web devices lists every project's)
+    devices = sorted((d for d in auth.devices.devices.values() if d.origin in auth.origins), key=lambda d: d.paired)
     return {"devices": [d.public() for d in devices], "current": getattr(client, "device_id", None)}
 
 
