@@ -196,6 +196,9 @@ PROMPT_JS = """new Promise(resolve => {
 })"""
 
 
+TYPING_S = 0.5  # between the page settling and Send, before each prompt
+
+
 def first_prompt(rounds: int, tmp: str) -> dict[str, list[float]] | str:
     """{metric: samples} for the first and the second prompt of a fresh server, in headless Chromium (the
     browser tests' driver); a sentence saying why when there is no browser here."""
@@ -214,7 +217,11 @@ def first_prompt(rounds: int, tmp: str) -> dict[str, list[float]] | str:
                 page.goto(server.pair_url)
                 page.wait_for("document.querySelector('#conn.live') && window.PiscesApp.state.lastSeq !== null")
                 for which in ("first", "second"):
-                    page.wait_for("!window.PiscesApp.state.busy")
+                    # as a person would: the page has loaded what it asks for when it opens (no call waiting),
+                    # then the prompt takes a moment to type; the same before both prompts
+                    page.wait_for("!window.PiscesApp.state.busy && "
+                                  "!Object.values(window.PiscesApp.state.calls).some(c => !c.done)")
+                    time.sleep(TYPING_S)
                     got = page.eval(PROMPT_JS % json.dumps(f"the {which} prompt"), timeout=60)
                     out.setdefault(f"{which}_bubble_ms", []).append(got["bubble"])
                     out.setdefault(f"{which}_token_ms", []).append(got["token"])

@@ -144,7 +144,9 @@ def _add_web_flags(p: argparse.ArgumentParser) -> None:
                    help="RPC mode: also serve the browser UI on the same live session (see --mode web)")
     p.add_argument("--host", metavar="ADDR", help="web: the address to listen on (default 127.0.0.1; any "
                    "other needs a token: --web-token-file or PISCES_WEB_TOKEN)")
-    p.add_argument("--port", type=int, metavar="N", help="web: the port (default: a free one)")
+    p.add_argument("--port", type=int, metavar="N",
+                   help="web: the port (default: the web.port setting, else one derived from the project directory, "
+                        "the same on every run; 0: a free one)")
     p.add_argument("--web-token", dest="web_token", metavar="TOKEN",
                    help="refused: a token on the command line is visible to every local user; use "
                         "--web-token-file or PISCES_WEB_TOKEN")
@@ -223,6 +225,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pisces.modes.mcp_cli import run_mcp  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_mcp(words[1:])
+    if words[:1] == ["web"]:  # the browsers the web mode remembers (docs/web.md)
+        from pisces.modes.web.devices_cli import run_web_cli  # noqa: PLC0415 - only the chosen mode is imported
+
+        return run_web_cli(words[1:])
     if words[:1] == ["attach"]:  # the terminal UI on a session served by --mode web (docs/tui.md)
         from pisces.modes.tui.attach import run_attach  # noqa: PLC0415 - only the chosen mode is imported
 

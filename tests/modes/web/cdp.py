@@ -189,7 +189,15 @@ class Page:
               f"try {{ v = ({condition}); }} catch (e) {{ v = undefined; }} if (v) return resolve(v); "
               f"if (Date.now() - t0 > {int(timeout * 1000)}) return reject(new Error('timed out waiting for: ' + "
               f"{json.dumps(condition)})); setTimeout(poll, 50); }})(); }})")
-        return self.eval(js, timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.eval(js, timeout=timeout)
+            except CdpError as exc:  # the page navigated meanwhile (pairing goes on to /): ask the new one
+                gone = "navigated or closed" in str(exc) or "context was destroyed" in str(exc)
+                if not gone or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     def click(self, selector: str) -> None:
         self.eval(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); "

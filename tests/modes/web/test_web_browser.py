@@ -254,7 +254,7 @@ def test_queue_abort_fork_sessions_tree_and_export(browser, home):
                       "document.querySelector('.msg.assistant .note').textContent === 'Stopped.'")
         first_file = page.eval(f"{state}.state.sessionFile")
         assert page.eval("fetch('/export').then(r => r.status)") == 401  # the browser sends nothing by itself
-        status, body = page.eval("fetch('/export', {headers: window.Pisces.authHeaders()})"
+        status, body = page.eval("window.Pisces.authHeaders().then(h => fetch('/export', {headers: h}))"
                                  ".then(r => r.text().then(t => [r.status, t.slice(0, 4000)]))")
         assert status == 200 and "pisces session" in body
         # fork before the first message: a new session, its text back in the editor

@@ -66,8 +66,12 @@ def test_a_cookie_with_a_forged_origin_opens_nothing(home):
         assert not opens(w, token="", cookie=cookie, origin=own) if cookie else True
         for value in loot:  # the pairing's secret sent the way a browser sends cookies: nothing either
             assert not opens(w, token="", cookie=f"pisces_{w.port}={value}", origin=own)
-        # the secret presented in the handshake (the page's own copy, as app.js sends it) is what opens /ws
-        assert any(opens(w, token="", origin=own, subprotocols=["pisces.v1", f"pisces.device.{v}"]) for v in loot)
+        # the pairing page's ticket opens nothing either; the credential the page registered with it, presented
+        # in the handshake (as app.js sends it), is what opens /ws
+        assert loot and not any(opens(w, token="", origin=own, subprotocols=["pisces.v1", f"pisces.device.{v}"])
+                                for v in loot)
+        secret = w.register_secret(body)
+        assert opens(w, token="", origin=own, subprotocols=["pisces.v1", f"pisces.device.{secret}"])
 
 
 # -- Chromium -------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ and token, talk to it with real WebSocket and HTTP clients, stop it.
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
@@ -19,6 +20,7 @@ import sys
 import threading
 import time
 from typing import Any, Callable
+from urllib.parse import quote
 
 from websockets.sync.client import ClientConnection, connect
 
@@ -190,12 +192,21 @@ class WebProc:
             conn.close()
 
     def pair_device(self) -> str:
-        """Use the printed pairing link as a browser would: the device secret its page stores (no cookie)."""
+        """Use the printed pairing link as a browser without WebCrypto would (pair.js, device.js): register a
+        random secret with the page's one-time ticket; the secret (no cookie is involved)."""
         status, headers, body = self.http(self.pair_url[len(self.base):])
         assert status == 200 and "set-cookie" not in headers, (status, headers)
-        m = re.search(rb'name="pisces-device" content="([A-Za-z0-9_-]+)"', body)
-        assert m, body[:500]
-        return m.group(1).decode()
+        return self.register_secret(body)
+
+    def register_secret(self, pair_page: bytes) -> str:
+        """Register a new random secret with the ticket of ``pair_page`` (as device.js does without WebCrypto)."""
+        m = re.search(rb'name="pisces-ticket" content="([A-Za-z0-9_-]+)"', pair_page)
+        assert m, pair_page[:500]
+        secret = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
+        origin = quote(f"http://127.0.0.1:{self.port}", safe="")
+        status, _, body = self.http(f"/pair/register?ticket={m.group(1).decode()}&origin={origin}&secret={secret}")
+        assert status == 200, body
+        return secret
 
     @staticmethod
     def device_protocols(secret: str) -> list[str]:

@@ -1,14 +1,20 @@
-"""Who may use the web mode: pairing links, the browser's device secret, the token for programs, Origin and Host.
+"""Who may use the web mode: pairing links, remembered browsers, the token for programs, Origin and Host.
 
-- A **pairing token** is good for one use: ``/pair?token=…`` trades it for a device secret (in a page that
-  stores it in the origin's own ``localStorage``). The first is printed at start-up; a paired client can mint
-  more (``web_pair``), which expire after ten minutes unused.
-- The **device secret** is bound to the origin (scheme, host and port): the browser keeps it in the storage
-  of ``http://<host>:<port>`` only, and the page presents it itself, in the WebSocket handshake as the
-  subprotocol ``pisces.device.<secret>`` (beside ``pisces.v1``, the one the server selects) or as
-  ``Authorization: Bearer <secret>`` on a fetch. Nothing is sent by the browser on its own: there is no
-  cookie (cookies are not isolated by port: every server on 127.0.0.1 would receive it). Valid for this
-  process only.
+- A **pairing token** is good for one use: ``/pair?token=…`` trades it for a **ticket** (in a page, ``pair.js``)
+  that registers this browser once, within ``TICKET_TTL_S``: ``/pair/register?ticket=…&origin=…`` with
+  ``pub=<P-256 public key>`` (the page made a non-extractable key pair with WebCrypto and keeps it in its
+  origin's IndexedDB) or, where WebCrypto is missing (a plain-http LAN address), ``secret=<random>`` (kept in
+  its origin's localStorage). The device is remembered in a private file (:mod:`pisces.modes.web.devices`:
+  the public key or the secret's hash, never anything that opens the session by itself) and survives
+  restarts. The first pairing token is printed at start-up; a paired client can mint more (``web_pair``),
+  which expire after ten minutes unused.
+- A **key device** proves itself on every connection: it fetches a one-time challenge (``/challenge``, valid
+  ``CHALLENGE_TTL_S``, used up by its first use) and presents ``pisces.key.<id>.<challenge>.<signature>``
+  as a WebSocket subprotocol (or ``Authorization: Bearer key.<id>.<challenge>.<signature>`` on a fetch). A
+  **secret device** presents ``pisces.device.<secret>`` (or ``Bearer <secret>``). Both are offered beside
+  ``pisces.v1``, the one the server selects, so nothing secret is echoed. The browser sends none of this on
+  its own (there is no cookie: cookies are not isolated by port), and a WebSocket from another Origin than
+  the one the device paired on is refused.
 - The **access token** (``--web-token-file``, ``PISCES_WEB_TOKEN``, else a random one) is for programs:
   ``Authorization: Bearer <token>`` on any request, the WebSocket upgrade included. It also works as a
   pairing token on the login page, without being used up.
@@ -27,13 +33,20 @@ from typing import Any, Callable, Iterable, Sequence
 
 from websockets.typing import Subprotocol
 
+from pisces.modes.web.devices import B64URL_RE, Device, DeviceStore, check_public_key
+
 PAIRING_TTL_S = 600.0  # a minted pairing link unused for this long is gone
+TICKET_TTL_S = 300.0  # a pairing page registers its browser within this long
+CHALLENGE_TTL_S = 60.0  # a challenge is answered within this long
 MAX_PAIRINGS = 16  # outstanding pairing links; the oldest go first
-MAX_DEVICES = 256  # paired browsers; the oldest go first
+MAX_TICKETS = 16
+MAX_CHALLENGES = 256  # outstanding challenges (an open route): the oldest go first
 MIN_TOKEN_CHARS = 16
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 SUBPROTOCOL = "pisces.v1"  # the one the server selects when a browser offers it
-DEVICE_PREFIX = "pisces.device."  # + the device secret: the other subprotocol a paired page offers
+DEVICE_PREFIX = "pisces.device."  # + a secret device's secret
+KEY_PREFIX = "pisces.key."  # + <id>.<challenge>.<signature> of a key device
+KEY_BEARER = "key."  # the same proof on a fetch: Authorization: Bearer key.<id>.<challenge>.<signature>
 
 
 def is_loopback(host: str) -> bool:
@@ -47,23 +60,40 @@ def _same(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass"))
 
 
-def _any_same(candidate: str, secrets_: Iterable[str]) -> bool:
-    found = False
-    for s in secrets_:  # no early exit: the time does not depend on which one matched
-        found |= _same(candidate, s)
-    return found
+def _take(table: dict[str, float], candidate: str, now: float) -> bool:
+    """Whether ``candidate`` is an unexpired entry of ``table`` (removed now: used up). Expired ones go."""
+    for key, expiry in list(table.items()):
+        if expiry < now:
+            del table[key]
+    match = None
+    for key in table:  # no early exit
+        if _same(candidate, key):
+            match = key
+    if match is None:
+        return False
+    del table[match]
+    return True
+
+
+def _bounded(table: dict[str, Any], limit: int) -> None:
+    while len(table) > limit:
+        del table[next(iter(table))]
 
 
 class WebAuth:
     def __init__(self, *, port: int, host: str, token: str | None = None, origins: Iterable[str] = (),
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, devices: DeviceStore | None = None,
+                 cwd: str = "") -> None:
         self.port = port
         self.bind_host = host
         self.token = token or secrets.token_urlsafe(32)
         self.token_given = token is not None
         self._clock = clock
         self._pairings: dict[str, float | None] = {}  # token -> expiry (None: until used)
-        self._devices: list[str] = []
+        self._tickets: dict[str, float] = {}
+        self._challenges: dict[str, float] = {}
+        self.devices = devices if devices is not None else DeviceStore()
+        self.cwd = cwd
         names = list(LOOPBACK_NAMES)
         if not is_loopback(host) and host not in ("0.0.0.0", "::"):
             names.append(f"[{host}]" if ":" in host else host)
@@ -76,12 +106,11 @@ class WebAuth:
     def new_pairing(self, ttl_s: float | None = PAIRING_TTL_S) -> str:
         token = secrets.token_urlsafe(24)
         self._pairings[token] = None if ttl_s is None else self._clock() + ttl_s
-        while len(self._pairings) > MAX_PAIRINGS:
-            del self._pairings[next(iter(self._pairings))]
+        _bounded(self._pairings, MAX_PAIRINGS)
         return token
 
     def pair(self, candidate: str) -> str | None:
-        """A new device secret when ``candidate`` is an unused, unexpired pairing token (used up now) or the
+        """A registration ticket when ``candidate`` is an unused, unexpired pairing token (used up now) or the
         access token; None otherwise."""
         now = self._clock()
         for token, expiry in list(self._pairings.items()):
@@ -95,28 +124,75 @@ class WebAuth:
             del self._pairings[match]
         elif not _same(candidate, self.token):
             return None
-        secret = secrets.token_urlsafe(32)
-        self._devices.append(secret)
-        del self._devices[:-MAX_DEVICES]
-        return secret
+        ticket = secrets.token_urlsafe(24)
+        self._tickets[ticket] = now + TICKET_TTL_S
+        _bounded(self._tickets, MAX_TICKETS)
+        return ticket
+
+    def register(self, ticket: str, *, origin: str, public_key: str = "", secret: str = "",
+                 user_agent: str | None = None) -> Device | str:
+        """Remember the browser that holds ``ticket`` (used up now): its public key, or its secret's hash.
+        The device, or why not (a sentence)."""
+        if not self.origin_ok(origin):
+            return "that origin is not this server's"
+        if bool(public_key) == bool(secret):
+            return "give pub (a P-256 public key) or secret"
+        if public_key and not (len(public_key) < 200 and check_public_key(public_key)):
+            return "pub is not a P-256 public key (uncompressed point, base64url)"
+        if secret and not (32 <= len(secret) <= 200 and B64URL_RE.match(secret)):
+            return "secret must be 32 to 200 base64url characters"
+        if not _take(self._tickets, ticket, self._clock()):
+            return "the pairing ticket is used or expired: open a new pairing link"
+        return self.devices.add(kind="key" if public_key else "secret", origin=origin.rstrip("/"), cwd=self.cwd,
+                                user_agent=user_agent, public_key=public_key, secret=secret)
+
+    def new_challenge(self) -> str:
+        challenge = secrets.token_urlsafe(24)
+        self._challenges[challenge] = self._clock() + CHALLENGE_TTL_S
+        _bounded(self._challenges, MAX_CHALLENGES)
+        return challenge
 
     # -- checks ------------------------------------------------------------------------------------
-    def device_ok(self, protocols: Iterable[str]) -> bool:
-        """Whether the ``Sec-WebSocket-Protocol`` values offer ``pisces.device.<secret>`` of a paired browser."""
-        found = False
+    def _proof(self, proof: str) -> Device | None:
+        """The key device whose ``<id>.<challenge>.<signature>`` is good (the challenge is used up)."""
+        parts = proof.split(".")
+        if len(parts) != 3 or not _take(self._challenges, parts[1], self._clock()):
+            return None
+        self.devices.refresh()
+        return self.devices.verify_key(parts[0], parts[1], parts[2])
+
+    def device(self, protocols: Iterable[str], origin: str | None = None) -> Device | None:
+        """The paired browser whose credential the ``Sec-WebSocket-Protocol`` values offer (a key device's
+        proof or a secret device's secret), when it paired on ``origin``; None otherwise."""
+        found = None
         for header in protocols:
             for offered in header.split(","):
                 offered = offered.strip()
-                if offered.startswith(DEVICE_PREFIX):
-                    found |= _any_same(offered[len(DEVICE_PREFIX):], self._devices)
+                if offered.startswith(KEY_PREFIX):
+                    found = self._proof(offered[len(KEY_PREFIX):]) or found
+                elif offered.startswith(DEVICE_PREFIX):
+                    self.devices.refresh()
+                    found = self.devices.by_secret(offered[len(DEVICE_PREFIX):]) or found
+        if found is not None and origin is not None and origin.rstrip("/") != found.origin:
+            return None
         return found
 
-    def bearer_ok(self, authorization: str | None) -> bool:
-        """The access token, or a paired browser's device secret (the page's own fetches send it)."""
+    def device_ok(self, protocols: Iterable[str], origin: str | None = None) -> bool:
+        return self.device(protocols, origin) is not None
+
+    def bearer_device(self, authorization: str | None) -> Device | None:
+        """The paired browser whose proof or secret is in ``Authorization: Bearer`` (the page's own fetches)."""
         if not authorization or not authorization[:7].lower() == "bearer ":
-            return False
+            return None
         value = authorization[7:].strip()
-        return _same(value, self.token) | _any_same(value, self._devices)
+        if value.startswith(KEY_BEARER):
+            return self._proof(value[len(KEY_BEARER):])
+        self.devices.refresh()
+        return self.devices.by_secret(value)
+
+    def bearer_ok(self, authorization: str | None) -> bool:
+        """The access token, or a paired browser's proof or secret (the page's own fetches send it)."""
+        return self.program_ok(authorization) or self.bearer_device(authorization) is not None
 
     def program_ok(self, authorization: str | None) -> bool:
         """The access token itself (a program: it may connect without an Origin)."""

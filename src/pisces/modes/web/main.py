@@ -14,6 +14,7 @@ from pisces.modes.entry import open_session_or_report, run_and_exit, start_up_do
 from pisces.modes.host.host import Host
 from pisces.modes.web.auth import MIN_TOKEN_CHARS, is_loopback
 from pisces.modes.web.info import web_info
+from pisces.modes.web.port import candidates, configured_port
 from pisces.modes.web.server import WebServer
 
 
@@ -101,14 +102,25 @@ async def start_web(host: Any, args: Any, *, announce: Any) -> Any:
     why on stderr, when it cannot listen."""
 
     bind = args.host or "127.0.0.1"
-    web = WebServer(host, bind=bind, port=args.port or 0, token=web_token(args),
-                    origins=tuple(args.web_origins or ()))
+    session = host.session
+    cwd = os.path.realpath(getattr(session, "cwd", None) or os.getcwd())
+    port = configured_port(args, getattr(session, "settings", None))
+    alternates: tuple[int, ...] = ()
+    if port is None:  # the project's own port, the same on every run, so a paired browser finds it again
+        port, *rest = candidates(cwd)
+        alternates = (*rest, 0)
+    web = WebServer(host, bind=bind, port=port, token=web_token(args), origins=tuple(args.web_origins or ()),
+                    alternates=alternates, cwd=cwd)
     try:
         await web.start()
     except OSError as exc:
-        sys.stderr.write(f"pisces: cannot listen on {args.host or '127.0.0.1'}:{args.port or 0}: "
-                         f"{exc.strerror or exc}\n")
+        sys.stderr.write(f"pisces: cannot listen on {bind}:{port}: {exc.strerror or exc}\n")
         return None
+    if any(d.kind == "key" for d in web.require_auth().devices.devices.values()):
+        threading.Thread(target=_crypto_warm_up, name="crypto-warm-up", daemon=True).start()
+    if web.moved_from is not None:
+        announce(f"note: this project's port {web.moved_from} is taken; listening on {web.port} instead "
+                 "(a browser paired on the other port pairs again here; --port or the web.port setting fix it)")
     if not is_loopback(bind):
         announce(f"warning: listening on {bind}:{web.port}, reachable from the network, without TLS; "
                  "only the pairing link or the token lets anyone in")
@@ -139,7 +151,34 @@ def warm_up(session: Any) -> None:
     api = getattr(session.model, "api", None)
     if api:
         threading.Thread(target=prepare, args=(api,), name="sdk-warm-up", daemon=True).start()
-    asyncio.get_running_loop().call_soon(session.prepare_first_prompt)
+    threading.Thread(target=_import_first_prompt_modules, name="prompt-warm-up", daemon=True).start()
+    loop = asyncio.get_running_loop()
+    loop.call_soon(session.prepare_first_prompt)
+    loop.call_soon(lambda: session.compactor)  # built on first use otherwise: by the first prompt
+
+
+FIRST_PROMPT_MODULES = ("pisces.core.session.compactor", "pisces.core.session.prompt_input",
+                        "pisces.core.session.image_urls", "pisces.core.planning.rules")
+
+
+def _import_first_prompt_modules() -> None:
+    """What the first prompt would import on the loop (about 12 ms: compaction's checks, the prompt's input,
+    the stream rules), imported now, while nobody waits."""
+    import importlib  # noqa: PLC0415 - only for this warm-up
+
+    for name in FIRST_PROMPT_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the prompt imports it again and reports a real failure
+            pass
+
+
+def _crypto_warm_up() -> None:
+    """Import what checks a remembered browser's signature, so its first connection does not wait for it."""
+    try:
+        from cryptography.hazmat.primitives.asymmetric import ec  # noqa: F401, PLC0415 - a warm-up on a thread
+    except ImportError:
+        pass
 
 
 async def _serve_web(args: Any) -> int:

@@ -4,14 +4,15 @@ Routes (GET only):
 
     /health            {"status":"ok","clients":N}                      no token needed
     /login             the login page                                   no token needed
-    /pair?token=T      a pairing token (or the access token) -> a page that stores a device secret in this
-                       origin's localStorage and goes on to /
+    /pair?token=T      a pairing token (or the access token) -> a page (pair.js) that registers this browser
+    /pair/register     ?ticket=&origin=&pub= (or &secret=): remember this browser -> {"id": …}
+    /challenge         {"challenge": …}: one-time, for a key device's proof     no token needed
     /                  the browser UI (index.html)                      no token needed (the package's files)
     /static/<file>     the UI's files; /vendor/<file> the vendored libraries   no token needed
     /auth              {"paired": true}                                 bearer token or device secret
     /export            the current session as pisces' HTML export       bearer token or device secret
-    /ws                the WebSocket: one client of the host            bearer token, or the device secret
-                                                                         as subprotocol pisces.device.<secret>
+    /ws                the WebSocket: one client of the host            bearer token, or a paired browser's
+                                                                         proof as a subprotocol (auth.py)
 
 No cookie is set or read: a cookie goes to every port of a host, so it would reach other servers on 127.0.0.1.
 Each WebSocket message is one JSON object, the same frames as stdio: commands in; responses, events and
@@ -22,10 +23,13 @@ profile from the first frame on, ``approvals=typed`` asks for typed approval fra
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
+import sys
+import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from websockets.asyncio.server import ServerConnection, serve
@@ -39,6 +43,7 @@ from pisces.modes.host.encoding import DELTAS, PROFILES
 from pisces.modes.host.framing import parse_line
 from pisces.modes.host.host import Client, Host, with_seq
 from pisces.modes.web.auth import PAIRING_TTL_S, SUBPROTOCOL, WebAuth, select_subprotocol
+from pisces.modes.web.devices import DeviceStore
 from pisces.modes.web.info import h_web_info, lan_address
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -48,6 +53,8 @@ MAX_MESSAGE = 64 * 1024 * 1024  # a prompt with images
 MAX_QUEUED = 64 * 1024 * 1024  # a client this far behind is dropped (it can reconnect and resume)
 FLUSH_DELAY_S = 0.005  # frames produced within this window go out in one write (a stream of small deltas)
 FLUSH_BYTES = 256 * 1024  # ... unless this much is waiting already
+WATCH_S = 0.5  # how often the devices file is checked for a revocation by another process
+REVOKED = 4403  # the close code of a socket whose device was revoked
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
        "connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; "
@@ -92,6 +99,7 @@ class WebClient(Client):
         self._queued = 0
         self._wake = asyncio.Event()
         self._flush_timer: asyncio.TimerHandle | None = None
+        self.device_id: str | None = None  # the paired browser on this socket (None: a program's token)
 
     def deliver(self, frames: dict[str, bytes], seq: int, numbered: dict[str, bytes]) -> None:
         key = "ws " + self.profile
@@ -144,10 +152,18 @@ class WebClient(Client):
 
 class WebServer:
     def __init__(self, host: Host, *, bind: str = "127.0.0.1", port: int = 0, token: str | None = None,
-                 origins: tuple[str, ...] = ()) -> None:
+                 origins: tuple[str, ...] = (), alternates: Sequence[int] = (),
+                 devices: DeviceStore | None = None, cwd: str = "") -> None:
         self.host = host
         self.bind = bind
         self.port = port
+        self.alternates = tuple(alternates)  # tried in order when ``port`` is taken (EADDRINUSE)
+        self.moved_from: int | None = None  # the first choice, when it was taken
+        self._devices = devices
+        self._cwd = cwd
+        self._watch: asyncio.Task | None = None
+        # the device each accepted handshake presented (gone with its connection)
+        self._conn_devices: weakref.WeakKeyDictionary[ServerConnection, str] = weakref.WeakKeyDictionary()
         self._token = token
         self._origins = origins
         self.auth: WebAuth | None = None  # made once the port is known
@@ -174,21 +190,58 @@ class WebServer:
         return f"{self.base_url}pair?token={self.require_auth().new_pairing(ttl_s)}"
 
     async def start(self) -> None:
-        self.server = await serve(self._handle, self.bind, self.port, process_request=self._process_request,
-                                  compression=None, max_size=MAX_MESSAGE, server_header=None,
-                                  subprotocols=[Subprotocol(SUBPROTOCOL)], select_subprotocol=select_subprotocol,
-                                  ping_interval=20, ping_timeout=20)
+        ports = (self.port, *self.alternates)
+        for i, port in enumerate(ports):
+            try:
+                self.server = await serve(self._handle, self.bind, port, process_request=self._process_request,
+                                          compression=None, max_size=MAX_MESSAGE, server_header=None,
+                                          subprotocols=[Subprotocol(SUBPROTOCOL)],
+                                          select_subprotocol=select_subprotocol, ping_interval=20, ping_timeout=20)
+                break
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE or i == len(ports) - 1:
+                    raise
+                if self.moved_from is None:
+                    self.moved_from = port
         self.port = self.server.sockets[0].getsockname()[1]
         origins = self._origins
         if self.bind in ("0.0.0.0", "::"):
             self.lan = lan_address()
             if self.lan:  # a phone opening the printed link sends this Origin
                 origins = (*origins, f"http://{self.lan}:{self.port}")
-        self.auth = WebAuth(port=self.port, host=self.bind, token=self._token, origins=origins)
+        self.auth = WebAuth(port=self.port, host=self.bind, token=self._token, origins=origins,
+                            devices=self._devices, cwd=self._cwd)
         self.host.web = self
         self.host.commands = {**self.host.commands, **WEB_COMMANDS}
+        self._watch = asyncio.ensure_future(self._watch_devices())
+
+    async def _watch_devices(self) -> None:
+        """A device revoked by another process (``pisces web revoke``) loses its open sockets within
+        ``WATCH_S``."""
+        store = self.require_auth().devices
+        while True:
+            await asyncio.sleep(WATCH_S)
+            try:
+                if store.refresh():
+                    self.drop_revoked()
+            except Exception as exc:  # noqa: BLE001 - the watch goes on; the checks re-read the file anyway
+                sys.stderr.write(f"pisces: web devices: {exc}\n")
+
+    def drop_revoked(self) -> int:
+        """Close every socket whose device is no longer paired; how many."""
+        known = self.require_auth().devices.devices
+        dropped = 0
+        for client in list(self.clients):
+            if client.device_id is not None and client.device_id not in known:
+                dropped += 1
+                self.clients.discard(client)
+                self.host.detach(client)
+                asyncio.ensure_future(client.conn.close(REVOKED, "this browser was unpaired"))
+        return dropped
 
     async def close(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
         if self.server is not None:
             self.server.close()
             try:
@@ -215,20 +268,34 @@ class WebServer:
             return page
         if path == "/pair":
             token = (parse_qs(url.query).get("token") or [""])[0]
-            secret = auth.pair(token)
-            if secret is None:
+            ticket = auth.pair(token)
+            if ticket is None:
                 return _redirect("/login?failed=1")
-            return await self._pair_page(secret)
+            return await self._pair_page(ticket)
+        if path == "/pair/register":
+            q = parse_qs(url.query)
+            got = auth.register(_first(q, "ticket") or "", origin=_first(q, "origin") or "",
+                                public_key=_first(q, "pub") or "", secret=_first(q, "secret") or "",
+                                user_agent=headers.get("User-Agent"))
+            if isinstance(got, str):
+                return _text(400, "Bad Request", got + "\n")
+            return _json(200, {"id": got.id, "name": got.name})
+        if path == "/challenge":
+            return _json(200, {"challenge": auth.new_challenge()})
         bearer = headers.get("Authorization")
         if path == "/ws":
             origin = headers.get("Origin")
             if origin is not None and not auth.origin_ok(origin):
                 return _text(403, "Forbidden", "Origin not allowed\n")
-            device = auth.device_ok(headers.get_all("Sec-WebSocket-Protocol"))
-            if not (device or auth.bearer_ok(bearer)):
-                return _text(401, "Unauthorized", "Pair this browser first, or send Authorization: Bearer\n")
+            device = auth.device(headers.get_all("Sec-WebSocket-Protocol"), origin)
+            if device is None and not auth.program_ok(bearer):
+                if auth.bearer_device(bearer) is None:
+                    return _text(401, "Unauthorized", "Pair this browser first, or send Authorization: Bearer\n")
             if origin is None and not auth.program_ok(bearer):
                 return _text(403, "Forbidden", "A browser connection must carry its Origin\n")
+            if device is not None:
+                self._conn_devices[conn] = device.id  # read by _handle: the socket closes if it is revoked
+                await asyncio.to_thread(auth.devices.seen, device.id)  # a file write at most every 10 minutes
             return None  # the WebSocket handshake goes on
         # the UI's own files are the package's, the same for everyone: no credential needed (the login page's
         # stylesheet included); what holds the session (/ws, /export, /auth) needs one
@@ -247,10 +314,10 @@ class WebServer:
                 return _text(404, "Not Found", "Not found\n")
         return _text(404, "Not Found", "Not found\n")
 
-    async def _pair_page(self, secret: str) -> Response:
-        """The page that puts ``secret`` into this origin's own storage and goes on to the UI (pair.js)."""
+    async def _pair_page(self, ticket: str) -> Response:
+        """The page that registers this browser with ``ticket`` and goes on to the UI (pair.js)."""
         page = await self._file(STATIC / "pair.html")
-        body = bytes(page.body).replace(b"{{device}}", secret.encode())  # token_urlsafe: safe in an attribute
+        body = bytes(page.body).replace(b"{{ticket}}", ticket.encode())  # token_urlsafe: safe in an attribute
         return _response(200, "OK", "text/html; charset=utf-8", body)
 
     async def _file(self, path: Path) -> Response:
@@ -284,6 +351,10 @@ class WebServer:
         # ?approvals=typed: this client speaks the typed approval frames from its first frame on (the same as
         # negotiate_protocol {"clientCapabilities": {"typedToolApprovals": 1}}, without a round trip)
         client.typed_approvals = (query.get("approvals") or [""])[0] == "typed"
+        client.device_id = self._conn_devices.pop(conn, None)
+        if client.device_id is not None and client.device_id not in self.require_auth().devices.devices:
+            await conn.close(REVOKED, "this browser was unpaired")  # revoked during the handshake
+            return
         self.clients.add(client)
         self.host.resume(client, stream, since)  # the missed frames or a snapshot, then the live tail
         pump = asyncio.ensure_future(client.pump())
@@ -317,7 +388,27 @@ def h_web_pair(client: Any, cmd: dict) -> Any:
     return out
 
 
-WEB_COMMANDS = {"web_pair": h_web_pair, "web_info": h_web_info}
+def h_web_devices(client: Any, cmd: dict) -> Any:
+    """The browsers remembered for this server's origins (no key material), and which one this client is."""
+    auth = client.host.web.require_auth()
+    auth.devices.refresh()  # this server's origins only (pisces web devices lists every project's)
+    devices = sorted((d for d in auth.devices.devices.values() if d.origin in auth.origins), key=lambda d: d.paired)
+    return {"devices": [d.public() for d in devices], "current": getattr(client, "device_id", None)}
+
+
+def h_web_revoke(client: Any, cmd: dict) -> Any:
+    """Forget a browser: it is refused from now on, and its open sockets close at once."""
+    device_id = cmd.get("device")
+    if not isinstance(device_id, str):
+        raise ValueError("web_revoke needs device (an id from web_devices)")
+    web = client.host.web
+    if not web.require_auth().devices.revoke(device_id):
+        raise ValueError(f"No paired browser {device_id[:40]!r}: web_devices lists them")
+    return {"revoked": device_id, "closed": web.drop_revoked()}
+
+
+WEB_COMMANDS = {"web_pair": h_web_pair, "web_info": h_web_info, "web_devices": h_web_devices,
+                "web_revoke": h_web_revoke}
 
 
 def safe_join(root: Path, rel: str) -> Path | None:

@@ -21,21 +21,29 @@
     return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws?' + q;
   }
 
-  // the device secret pairing left in this origin's own storage; presented by this code only (the browser
-  // sends no cookie): in the WebSocket handshake as a subprotocol, on fetches as a bearer token
-  function device() {
-    try { return localStorage.getItem('pisces.device') || sessionStorage.getItem('pisces.device'); } catch (e) { return null; }
+  // this browser's credential (device.js): made at pairing, kept in this origin's own storage, presented by
+  // this code only (the browser sends no cookie): in the WebSocket handshake as a subprotocol, on fetches as
+  // a bearer token; a key device signs a fresh one-time challenge for each
+  var D = window.PiscesDevice;
+  P.authHeaders = function () {
+    return D.credential().then(function (c) { return c ? { Authorization: 'Bearer ' + c.bearer } : {}; });
+  };
+  function retryLater() {
+    setTimeout(connect, S.retryMs);
+    S.retryMs = Math.min(S.retryMs * 2, 5000);
   }
-  function forget() {
-    try { localStorage.removeItem('pisces.device'); sessionStorage.removeItem('pisces.device'); } catch (e) { /* gone */ }
-  }
-  P.authHeaders = function () { var d = device(); return d ? { Authorization: 'Bearer ' + d } : {}; };
+  function unpaired() { D.forget().then(function () { location.replace('/login'); }); }
 
   function connect() {
-    var secret = device();
-    if (!secret) { location.replace('/login'); return; }
     setConn('connecting', '');
-    var ws = new WebSocket(wsUrl(), ['pisces.v1', 'pisces.device.' + secret]);
+    D.credential().then(function (cred) {
+      if (!cred) { location.replace('/login'); return; }
+      openSocket(cred);
+    }, function () { setConn('reconnecting', 'down'); retryLater(); });  // the server is not there (yet)
+  }
+
+  function openSocket(cred) {
+    var ws = new WebSocket(wsUrl(), ['pisces.v1', cred.protocol]);
     S.ws = ws;
     ws.onopen = function () { S.retryMs = 500; S.everOpen = true; setConn('live', 'live'); };
     ws.onmessage = function (ev) {
@@ -43,18 +51,20 @@
       try { frame = JSON.parse(ev.data); } catch (e) { return; }
       if (isObj(frame)) handle(frame);
     };
-    ws.onclose = function () {
+    ws.onclose = function (ev) {
       if (S.ws !== ws) return;
       S.ws = null;
       setConn('reconnecting', 'down');
       Object.keys(S.calls).forEach(function (id) { S.calls[id].reject(new Error('disconnected')); });
       S.calls = {};
-      // still paired? a restarted server forgets this browser: back to the login page
-      fetch('/auth', { cache: 'no-store', credentials: 'omit', headers: P.authHeaders() }).then(function (r) {
-        if (r.status === 401) { forget(); location.replace('/login'); return; }
-        setTimeout(connect, S.retryMs);
-        S.retryMs = Math.min(S.retryMs * 2, 5000);
-      }, function () { setTimeout(connect, S.retryMs); S.retryMs = Math.min(S.retryMs * 2, 5000); });
+      if (ev.code === 4403) { unpaired(); return; }  // this browser was unpaired (web_revoke, pisces web revoke)
+      // still paired? a browser the server does not know (revoked, or paired elsewhere) returns to the login page
+      P.authHeaders().then(function (h) {
+        return fetch('/auth', { cache: 'no-store', credentials: 'omit', headers: h });
+      }).then(function (r) {
+        if (r.status === 401) { unpaired(); return; }
+        retryLater();
+      }, retryLater);
     };
   }
   document.addEventListener('visibilitychange', function () {
@@ -104,6 +114,7 @@
     agent_start: function () { setBusy(true); },
     agent_settled: function () {
       setBusy(false);
+      if (S.askNotifications) { S.askNotifications = false; askNotificationsOnce(); }
       var last = lastAssistant();
       if (last && (last.stopReason === 'error' || last.stopReason === 'aborted')) {
         notify('pisces: the run ' + (last.stopReason === 'error' ? 'failed' : 'was stopped'), str(last.errorMessage));
@@ -135,6 +146,9 @@
     extension_ui_request: function (f) { uiRequest(f); },
     tool_approval_request: function (f) { showApproval(f); },
     tool_approval_cancel: function (f) { closeRequest(f.targetId || f.id); },
+    todo_update: function (f) { if (S.state) S.state.todoPhases = f.todoPhases; P.renderTodos(f.todoPhases); },
+    mcp_server_status: function () { P.loadMcpSoon(); },
+    mcp_tools_changed: function () { P.loadMcpSoon(); },
     project_trust: function (f) { if (f.ignoredProjectSettings) toast('This project is not trusted: some of its settings were ignored'); }
   };
 
@@ -156,6 +170,9 @@
     (f.requests || []).forEach(function (r) { if (r.type === 'tool_approval_request') showApproval(r); else uiRequest(r); });
     setBusy(!!(S.state && S.state.isStreaming) || S.pending.length > 0);
     renderTitle();
+    if (!S.warmed) { S.warmed = true; setTimeout(warmUp, 0); }
+    P.renderTodos(S.state && S.state.todoPhases);
+    P.loadMcp();
     loadInfo();
     loadModels();
     refreshState();
@@ -163,9 +180,27 @@
     if (!$('tab-tree').hidden) loadTree();
   }
 
+  // what the first reply runs for the first time (markdown, the sanitizer, highlighting, a message's layout),
+  // run once while idle on a hidden copy, so the first token is drawn as fast as any later one
+  function warmUp() {
+    var box = $('messages');
+    var wrap = el('div', 'msg assistant warm-up');
+    wrap.setAttribute('aria-hidden', 'true');
+    fillAssistant(wrap, { role: 'assistant', content: [{ type: 'text', text: '# A\n\n**b** `c` [d](https://e.example)\n\n- f\n\n```js\nvar g = 1;\n```\n' }] });
+    var user = userEl({ role: 'user', content: [{ type: 'text', text: 'a' }], timestamp: Date.now() });
+    user.classList.add('pending', 'warm-up');
+    user.setAttribute('aria-hidden', 'true');
+    box.appendChild(user);
+    box.appendChild(wrap);
+    void wrap.offsetHeight;  // style and layout once
+    box.removeChild(wrap);
+    box.removeChild(user);
+  }
+
   function reloadSession() {
     Promise.all([call('get_state'), call('get_messages')]).then(function (r) {
       S.state = r[0];
+      P.renderTodos(S.state.todoPhases);
       if (!S.streaming) renderMessages(r[1].messages || []);
       renderTitle();
       renderSelectors();
@@ -176,7 +211,7 @@
   }
 
   function refreshState() {
-    call('get_state').then(function (st) { S.state = st; renderTitle(); renderSelectors(); setBusy(st.isStreaming || (S.busy && S.pending.length > 0)); }).catch(function () {});
+    call('get_state').then(function (st) { S.state = st; P.renderTodos(st.todoPhases); renderTitle(); renderSelectors(); setBusy(st.isStreaming || (S.busy && S.pending.length > 0)); }).catch(function () {});
     refreshStats();
     loadForkIds();
   }
@@ -544,33 +579,10 @@
         refreshState();
       }
     });
-    askNotificationsOnce();
+    S.askNotifications = true;  // once this run settles: a permission prompt is no work for the first reply to wait behind
   }
 
-  $('image-input').addEventListener('change', function (ev) {
-    Array.prototype.forEach.call(ev.target.files || [], function (file) {
-      if (!/^image\/(png|jpeg|gif|webp)$/.test(file.type)) { toast('Not an image pisces can send: ' + file.type, true); return; }
-      if (file.size > 20 * 1024 * 1024) { toast('Image too large (20 MB at most)', true); return; }
-      var reader = new FileReader();
-      reader.onload = function () {
-        var url = String(reader.result);
-        S.attachments.push({ mimeType: file.type, data: url.slice(url.indexOf(',') + 1), url: url, name: file.name });
-        renderAttachments();
-      };
-      reader.readAsDataURL(file);
-    });
-    ev.target.value = '';
-  });
-  function renderAttachments() {
-    var box = $('attachments');
-    box.textContent = '';
-    S.attachments.forEach(function (a, i) {
-      var img = el('img'); img.src = a.url; img.alt = a.name;
-      var x = el('button', null, '×'); x.type = 'button'; x.setAttribute('aria-label', 'Remove ' + a.name);
-      x.addEventListener('click', function () { S.attachments.splice(i, 1); renderAttachments(); });
-      add(box, add(el('span', 'att'), img, x));
-    });
-  }
+  function renderAttachments() { P.renderAttachments(); }
 
   // -- what the other files use, and what they provide ---------------------------------------------
   P.S = S; P.call = call; P.send = send; P.quietly = quietly; P.$ = $;

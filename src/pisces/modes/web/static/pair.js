@@ -1,11 +1,16 @@
-// The pairing page: keep the device secret in this origin's own storage (scheme, host and port: a page
-// on another port of the same host cannot read it), then open the UI. The secret is sent only by the UI's
-// own code, in the WebSocket handshake; the browser sends it nowhere by itself (there is no cookie).
+// The pairing page: register this browser with the one-time ticket in this page (device.js makes and keeps
+// the credential in this origin's own storage), then open the UI.
 (function () {
   'use strict';
-  var meta = document.querySelector('meta[name="pisces-device"]');
-  var secret = meta && meta.getAttribute('content');
+  var meta = document.querySelector('meta[name="pisces-ticket"]');
+  var ticket = meta && meta.getAttribute('content');
   if (meta) meta.remove();
-  try { localStorage.setItem('pisces.device', secret); } catch (e) { sessionStorage.setItem('pisces.device', secret); }
-  location.replace('/');
+  window.PiscesDevice.pair(ticket || '').then(function () { location.replace('/'); }, function (e) {
+    var p = document.getElementById('pair-state');
+    p.textContent = 'Pairing failed: ' + (e && e.message ? e.message : e) + ' ';
+    var a = document.createElement('a');
+    a.href = '/login';
+    a.textContent = 'Try again';
+    p.appendChild(a);
+  });
 })();

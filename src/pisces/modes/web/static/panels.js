@@ -85,7 +85,7 @@
       ['sessions', 'tree', 'more'].forEach(function (t) { $('tab-' + t).hidden = t !== b.getAttribute('data-tab'); });
       if (b.getAttribute('data-tab') === 'tree') loadTree();
       if (b.getAttribute('data-tab') === 'sessions') loadSessions();
-      if (b.getAttribute('data-tab') === 'more') refreshStats();
+      if (b.getAttribute('data-tab') === 'more') { refreshStats(); loadDevices(); P.loadMcp(); }
     });
   });
 
@@ -209,8 +209,37 @@
       out.textContent = '';
       add(out, document.createTextNode('Open this once on the other device (valid 10 minutes), or scan it: '), el('code', null, d.pairUrl));
       if (Array.isArray(d.qr) && d.qr.length) add(out, qrSvg(d.qr));
+      loadDevices();
     }));
   });
+  // the remembered browsers (web_devices), each with Revoke (web_revoke: refused at once, open pages included)
+  function loadDevices() {
+    call('web_devices').then(function (d) {
+      var list = $('device-list');
+      list.textContent = '';
+      (d.devices || []).forEach(function (dev) {
+        var li = el('li', dev.id === d.current ? 'current' : null);
+        li.setAttribute('data-device', dev.id);
+        var head = el('div', 'first', dev.name);
+        head.title = dev.name;
+        var revoke = el('button', 'danger small', 'Revoke');
+        revoke.type = 'button';
+        revoke.title = 'Forget this browser: it must be paired again';
+        revoke.addEventListener('click', function (ev) {
+          ev.stopPropagation();
+          quietly(call('web_revoke', { device: dev.id }).then(function () { toast('Revoked: ' + dev.name); loadDevices(); }));
+        });
+        var meta = el('div', 'meta');
+        if (dev.id === d.current) add(meta, el('span', 'tag', 'this browser'));
+        add(li, add(el('div', 'device-row'), head, revoke), add(meta, document.createTextNode(dev.origin + ' · paired ' + dev.paired.slice(0, 16).replace('T', ' ') +
+            ' · seen ' + dev.lastSeen.slice(0, 16).replace('T', ' ') + (dev.kind === 'secret' ? ' · secret' : ' · key'))));
+        add(list, li);
+      });
+      if (!list.children.length) add(list, el('li', 'note unsaved', 'No remembered browser (this one connects with the access token).'));
+    }).catch(function () {});
+  }
+  P.loadDevices = loadDevices;
+
   // the pairing link's QR code (web_pair's rows of "1" dark / "0" light) as an SVG, 4 modules of quiet zone
   function qrSvg(rows) {
     var NS = 'http://www.w3.org/2000/svg', n = rows.length + 8, d = '';
@@ -232,7 +261,7 @@
   $('export-link').addEventListener('click', function (ev) {
     // a session only in memory has nothing to export: say so instead of downloading an error
     ev.preventDefault();
-    fetch('/export', { credentials: 'omit', headers: P.authHeaders() }).then(function (r) {
+    P.authHeaders().then(function (h) { return fetch('/export', { credentials: 'omit', headers: h }); }).then(function (r) {
       if (!r.ok) return r.text().then(function (t) { toast(t.trim(), true); });
       return r.blob().then(function (blob) {
         var a = el('a'); a.href = URL.createObjectURL(blob);
@@ -242,6 +271,34 @@
       });
     });
   });
+
+  // -- images attached to the next message ----------------------------------------------------------------
+  $('image-input').addEventListener('change', function (ev) {
+    Array.prototype.forEach.call(ev.target.files || [], function (file) {
+      if (!/^image\/(png|jpeg|gif|webp)$/.test(file.type)) { toast('Not an image pisces can send: ' + file.type, true); return; }
+      if (file.size > 20 * 1024 * 1024) { toast('Image too large (20 MB at most)', true); return; }
+      var reader = new FileReader();
+      reader.onload = function () {
+        var url = String(reader.result);
+        S.attachments.push({ mimeType: file.type, data: url.slice(url.indexOf(',') + 1), url: url, name: file.name });
+        renderAttachments();
+      };
+      reader.readAsDataURL(file);
+    });
+    ev.target.value = '';
+  });
+  function renderAttachments() {
+    var box = $('attachments');
+    box.textContent = '';
+    S.attachments.forEach(function (a, i) {
+      var img = el('img'); img.src = a.url; img.alt = a.name;
+      var x = el('button', null, '×'); x.type = 'button'; x.setAttribute('aria-label', 'Remove ' + a.name);
+      x.addEventListener('click', function () { S.attachments.splice(i, 1); renderAttachments(); });
+      add(box, add(el('span', 'att'), img, x));
+    });
+  }
+
+  P.renderAttachments = renderAttachments;
 
   P.loadModels = loadModels; P.renderSelectors = renderSelectors; P.loadSessions = loadSessions;
   P.loadTree = loadTree; P.renderStats = renderStats;
