@@ -72,6 +72,13 @@ async def _serve(args: Any) -> int:
     app = App(client, sys.stdout, width=size.columns, height=size.lines, history=_history(session), keymap=keymap)
     if problem:
         app.transcript.note(problem, 33)
+    from pisces.modes.tui import theme  # noqa: PLC0415 - interactive only
+
+    _name, colors, theme_problem = theme.choose(session.settings.get("theme"), getattr(args, "themes", None),
+                                                agent_dir(), bool(getattr(args, "no_themes", False)))
+    theme.apply(colors)
+    if theme_problem:
+        app.transcript.note(theme_problem, 33)
     host.attach(client)
     host.on_shutdown_request = app.done.set
     ended_by: list[int] = []
