@@ -107,10 +107,12 @@ async def _serve(args: Any) -> int:
 
 async def _show_history(app: Any, limit: int = 40) -> None:
     """A resumed session's last messages, written once to the scrollback."""
-    resp = await app.client.request({"type": "get_messages"})
-    messages = (resp.get("data") or {}).get("messages") or []
-    if len(messages) > limit:
-        app.transcript.note(f"… {len(messages) - limit} earlier messages", 2)
+    resp = await app.client.request({"type": "get_messages", "last": limit})
+    data = resp.get("data") or {}
+    messages = data.get("messages") or []
+    total = data.get("total", len(messages))  # a host without "last" sends them all
+    if total > limit:
+        app.transcript.note(f"… {total - limit} earlier messages", 2)
     for m in messages[-limit:]:
         replay_message(app, m)
 
