@@ -95,7 +95,7 @@ def test_retry_counts_down_and_subagents_todos_images_show_live() -> None:
     screen = [row.rstrip() for row in term.screen.display]
     assert "  ◌ explore running: map the code · 4 tools · 1200 tok · 3s · grep TODO" in screen
     assert "  ✓ worker completed: fix it · 9 tools · 5 tok · 61s" in screen  # the escape was cleaned
-    assert "☰ todo 1/2 · Fix" in screen and "  ◐ write the fix" in screen and "  ● find the bug" in screen
+    assert "≡ todo 1/2 · Fix" in screen and "  ◐ write the fix" in screen and "  ● find the bug" in screen
     t.on_event({"type": "tool_execution_end", "toolCallId": "t", "toolName": "task",
                 "result": {"content": [{"type": "text", "text": "done"},
                                        {"type": "image", "mimeType": "image/png", "data": "A" * 4096}]}})
@@ -107,7 +107,7 @@ def test_retry_counts_down_and_subagents_todos_images_show_live() -> None:
     rows = term.all_rows()
     assert "  [image: image/png, 3.0 KB]" in rows and "  [image: image/jpeg, 3 B]" in rows
     assert not any("explore running" in row for row in term.screen.display)  # the live card is gone
-    assert not any(row.startswith("☰ todo") for row in term.screen.display)  # a finished list leaves
+    assert not any(row.startswith("≡ todo") for row in term.screen.display)  # a finished list leaves
 
 
 def test_mcp_status_in_the_footer_and_the_mcp_command() -> None:

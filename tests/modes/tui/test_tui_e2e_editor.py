@@ -76,20 +76,26 @@ def test_grouped_reads_retry_countdown_and_a_theme(term):
     data["colors"].update({"error": "#ff0000", "success": 46, "warning": 226})
     with open(os.path.join(term.cwd, "e2e-theme.json"), "w") as f:
         json.dump(data, f)
-    term.home.write_json("settings.json", {"retry": {"enabled": True, "maxRetries": 2, "baseDelayMs": 4000}})
-    start(term, [{"toolCalls": [{"name": "read", "arguments": {"path": "a.py"}},
+    term.home.write_json("settings.json", {"retry": {"enabled": True, "maxRetries": 2, "baseDelayMs": 4000},
+                                           "todo": {"reminders": {"enabled": False}}})
+    plan = {"op": "replace", "phases": [{"name": "Explore", "tasks": [
+        {"content": "read the code", "status": "completed"}, {"content": "list the files", "status": "in_progress"}]}]}
+    start(term, [{"toolCalls": [{"name": "todo_write", "arguments": {"ops": [plan]}}]},
+                 {"toolCalls": [{"name": "read", "arguments": {"path": "a.py"}},
                                 {"name": "read", "arguments": {"path": "b.py"}}]},
                  {"toolCalls": [{"name": "ls", "arguments": {"path": "."}}]},
                  {"text": "looked around"},
                  {"error": "overloaded_error: the server is overloaded"},
                  {"text": "after the retry"}],
-          "--theme", "e2e-theme.json", "--tools", "read,ls")
+          "--theme", "e2e-theme.json", "--tools", "read,ls,todo_write", "--approval-mode", "yolo")
     term.text("look")
     term.keys("Enter")
     hist = term.wait_for("looked around", 60, history=True)
     assert "● explored 3 calls: 2 read, 1 ls" in hist
     assert "  read a.py (2 lines)" in hist and "  read b.py (1 lines)" in hist
     assert hist.count("● explored") == 1
+    screen = term.wait_for("≡ todo 1/2 · Explore")  # the todo panel above the editor
+    assert "◐ list the files" in screen and "● read the code" in screen
     term.text("again")
     term.keys("Enter")
     first = term.wait_for("retrying in", 60)

@@ -85,7 +85,7 @@ def todo_rows(phases: Any, width: int) -> list[str]:
     current = next((p for p in phases if isinstance(p, dict) and any(
         isinstance(t, dict) and t.get("status") not in ("completed", "abandoned") for t in p.get("tasks") or [])),
         phases[0])
-    rows = [style(f"☰ todo {done}/{len(tasks)} · {clean(str(current.get('name', '')))}", 1, 36)]
+    rows = [style(f"≡ todo {done}/{len(tasks)} · {clean(str(current.get('name', '')))}", 1, 36)]
     ptasks = [t for t in current.get("tasks") or [] if isinstance(t, dict)]
     for t in ptasks[: TODO_ROWS - 1]:
         status = str(t.get("status", ""))

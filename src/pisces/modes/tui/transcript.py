@@ -108,6 +108,8 @@ def _args_summary(name: str, args: Any) -> str:
         return ""
     if name == "bash":
         return str(args.get("command", ""))
+    if name == "todo_write":
+        return ""  # its output is the list
     for key in ("path", "pattern", "file_path"):
         if key in args:
             return str(args[key])
