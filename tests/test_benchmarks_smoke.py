@@ -97,7 +97,8 @@ def test_tui_bench_runs(runner, tmp_path):
     res = Results()
     run(cfg, res, Workloads(tmp_path / "wl", TINY))
     figures = {f.key: f for f in res.figures}
-    assert set(figures) == {"tui_spawn_ms", "tui_reply_cpu_ms", "tui_resume_ms", "tui_idle_wakeups",
-                            "tui_idle_cpu_ms", "tui_delta_us_1k", "tui_delta_us_100k"}
+    assert set(figures) == {"tui_spawn_ms", "tui_spawn_cpu_ms", "tui_reply_cpu_ms", "tui_resume_ms",
+                            "tui_resume_cpu_ms", "tui_idle_wakeups", "tui_idle_cpu_ms", "tui_delta_us_1k",
+                            "tui_delta_us_100k"}
     assert all(f.pisces for f in res.figures), [(f.key, f.detail) for f in res.figures if not f.pisces]
     assert all(f.ref is None and f.ref_missing for f in res.figures)  # --no-pi says why pi is missing
