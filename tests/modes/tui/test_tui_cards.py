@@ -9,6 +9,7 @@ import io
 import json
 import os
 import sys
+import time
 
 import pytest
 
@@ -76,6 +77,9 @@ def test_retry_counts_down_and_subagents_todos_images_show_live() -> None:
     assert t.retry is not None
     assert render.visible(cards.retry_row(t.retry, t.retry["until"] - 3.2)) == \
         "retrying in 4s (attempt 1/3): overloaded"
+    assert render.visible(cards.retry_row(t.retry, t.retry["until"] + 1)) == "retrying (attempt 1/3): overloaded"
+    t.on_event({"type": "auto_retry_start", "attempt": 2, "maxAttempts": 3, "delayMs": "soon"})  # bad: no wait
+    assert t.retry["until"] <= time.monotonic() + 0.001
     t.on_event({"type": "auto_retry_end", "success": True})
     frame(t, r)
     assert not any(row.startswith("retrying") for row in term.screen.display)

@@ -65,11 +65,12 @@ def subagent_rows(details: Any, width: int) -> list[str]:
 
 
 def retry_row(retry: dict[str, Any], now: float | None = None) -> str:
-    """``retrying in 7s (attempt 2/3): <error>``, counting down to the retry."""
+    """``retrying in 7s (attempt 2/3): <error>``, counting down to the retry (``retrying (...)`` once it runs)."""
     left = max(0.0, retry["until"] - (time.monotonic() if now is None else now))
     secs = int(left + 0.999)
-    return style(f"retrying in {secs}s (attempt {retry.get('attempt')}/{retry.get('maxAttempts')}): "
-                 f"{retry.get('error', '')}"[:500], 33)
+    when = f"retrying in {secs}s" if secs else "retrying"
+    return style(f"{when} (attempt {retry.get('attempt')}/{retry.get('maxAttempts')}): {retry.get('error', '')}"[:500],
+                 33)
 
 
 def todo_rows(phases: Any, width: int) -> list[str]:

@@ -224,7 +224,9 @@ class Transcript:
             else:
                 self._tool_card(t, output, bool(ev.get("isError")))
         elif kind == "auto_retry_start":
-            self.retry = {"until": time.monotonic() + int(ev.get("delayMs") or 0) / 1000,
+            delay = ev.get("delayMs")
+            delay_s = min(float(delay), 86_400_000.0) / 1000 if isinstance(delay, (int, float)) else 0.0
+            self.retry = {"until": time.monotonic() + max(0.0, delay_s),
                           "attempt": ev.get("attempt"), "maxAttempts": ev.get("maxAttempts"),
                           "error": clean(str(ev.get("errorMessage", "")))[:200]}
         elif kind == "todo_update":
