@@ -10,6 +10,8 @@ import os
 import re
 import sys
 
+import pytest
+
 from pisces.modes.tui import theme
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -107,5 +109,27 @@ def test_grouped_reads_retry_countdown_and_a_theme(term):
     assert "38;5;226" in screen or "38;2;255;255;0" in screen  # the warning colour of the theme file
     capture(term, "retry-countdown")
     term.wait_for("after the retry", 60, history=True)
+    term.keys("C-d")
+    assert stty_same(term)
+
+
+def test_mcp_servers_in_the_footer_and_the_mcp_command(term):
+    pytest.importorskip("mcp")
+    servers = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core", "mcp", "servers.py")
+
+    def server(kind: str) -> dict:
+        return {"command": sys.executable, "args": [os.path.abspath(servers), kind, "0", "tui-e2e-mcp"]}
+
+    term.home.write_json("mcp.json", {"mcpServers": {"good": server("good"), "broken": server("crash")}})
+    start(term, [{"text": "unused"}])
+    term.wait_for("mcp 1/2 !", 60)  # one connected, one failed
+    term.text("/mcp")
+    term.keys("Enter")
+    screen = term.wait_for("broken: failed", 30)
+    assert "good: connected" in screen and " tools" in screen
+    assert "crashing at start" not in term.history()  # a server's stderr goes to a log, not over the screen
+    with open(os.path.join(term.home.agent_dir, "mcp-stderr.log"), encoding="utf-8") as f:
+        assert "crashing at start" in f.read()
+    capture(term, "mcp")
     term.keys("C-d")
     assert stty_same(term)

@@ -52,11 +52,17 @@ async def _serve(args: Any) -> int:
     except OSError as exc:
         sys.stderr.write(f"pisces: cannot read {exc.filename}: {exc.strerror}\n")
         return 2
+    plain = getattr(args, "plain", False) or os.environ.get("TERM") == "dumb"
+    if not plain and "PISCES_MCP_STDERR" not in os.environ:
+        # MCP servers' stderr would land on the screen and move the cursor under the renderer: a log instead
+        from pisces.core.config.paths import agent_dir  # noqa: PLC0415 - interactive only
+
+        os.makedirs(agent_dir(), exist_ok=True)
+        os.environ["PISCES_MCP_STDERR"] = os.path.join(agent_dir(), "mcp-stderr.log")
     session = await open_session_or_report(args)
     if isinstance(session, int):
         return session
     host = Host(session)
-    plain = getattr(args, "plain", False) or os.environ.get("TERM") == "dumb"
     loop = asyncio.get_running_loop()
     if plain:
         return await _serve_plain(host, prompts)
