@@ -45,6 +45,8 @@ def char_width(ch: str) -> int:
 
 
 def width_of(row: str) -> int:
+    if row.isascii():  # rows are cleaned: printable ASCII is one column a character
+        return len(visible(row)) if "\x1b" in row else len(row)
     return sum(char_width(c) for c in visible(row))
 
 
@@ -52,6 +54,8 @@ def fit(row: str, width: int) -> str:
     """``row`` cut to ``width`` columns (SGR sequences kept, a reset added when cut)."""
     if width <= 0:
         return ""
+    if row.isascii() and "\x1b" not in row:  # the common case, one column a character
+        return row[:width]
     out: list[str] = []
     used = 0
     pos = 0
