@@ -106,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not discover prompt templates")
     p.add_argument("--theme", dest="themes", action="append", metavar="PATH",
                    help="a theme file in pi's JSON format for the terminal UI (the last one is used)")
-    p.add_argument("--no-themes", dest="no_themes", action="store_true", help="accepted for pi's wrappers")
+    p.add_argument("--no-themes", dest="no_themes", action="store_true",
+                   help="the terminal UI reads no theme file from the agent dir (built-in themes and --theme only)")
     p.add_argument("--list-models", dest="list_models", nargs="?", const=True, default=None, metavar="SEARCH",
                    help="list the model catalogue with each provider's key status, and exit")
     p.add_argument("--verbose", action="store_true", help="accepted for pi's wrappers (pisces prints no banner)")
