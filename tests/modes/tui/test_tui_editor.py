@@ -157,3 +157,31 @@ def test_keybindings_take_pi_namespaced_ids() -> None:
         key(app, Keys.ControlN, "\x0e")
         assert app.editor.text == "a b\n"
     in_loop(body)
+
+
+def test_a_command_being_typed_shows_what_it_takes() -> None:
+    class Client(FakeClient):
+        async def request(self, cmd: dict) -> dict:
+            self.sent.append(cmd)
+            if cmd["type"] == "get_commands":
+                return {"success": True, "data": {"commands": [
+                    {"name": "review", "description": "review the diff", "argumentHint": "<branch>"}]}}
+            return {"success": True, "data": {}}
+
+    out = io.StringIO()
+
+    async def main() -> None:
+        app = App(Client(), out, width=100, height=20)
+        await app.refresh_state()
+        typed(app, "/compact keep the API")
+        app.draw()
+        assert "/compact — compact the context (/compact [instructions])" in out.getvalue()
+        app.editor.text = ""
+        typed(app, "/review")
+        app.draw()
+        assert "/review — review the diff (<branch>)" in out.getvalue()
+        app.editor.text = ""
+        typed(app, "/nosuch")
+        app.draw()
+        assert "/nosuch —" not in out.getvalue()
+    asyncio.run(main())

@@ -18,10 +18,12 @@ from prompt_toolkit.input import create_input
 from prompt_toolkit.keys import Keys
 
 from pisces.modes.tui.cards import McpStatus
+from pisces.modes.tui.complete import command_hint
 from pisces.modes.tui.editor import EditorOps
 from pisces.modes.tui.footer import footer_rows
 from pisces.modes.tui.keybindings import Keymap
 from pisces.modes.tui.render import Renderer, fit, style
+from pisces.modes.tui.sanitize import clean
 from pisces.modes.tui.transcript import Transcript
 
 FRAME_S = 1 / 60
@@ -67,6 +69,7 @@ class App:
         self._frame: asyncio.TimerHandle | None = None
         self.hint = ""
         self.extra_commands: list[str] = []  # the session's commands (get_commands), for Tab
+        self.command_usage: dict[str, str] = dict(COMMANDS)  # /name -> what it does and takes (the hint row)
         self.keymap = keymap if keymap is not None else Keymap()
         self.mcp = McpStatus()
 
@@ -113,8 +116,9 @@ class App:
             for j, chunk in enumerate(chunks):
                 rows.append(("› " if i == 0 and j == 0 else "  ") + chunk)
         rows.append(style("─" * width, 2))
-        if self.hint:
-            rows.append(style(self.hint, 2))
+        hint = self.hint or command_hint(self.editor.text, self.command_usage)
+        if hint:
+            rows.append(style(hint, 2))
         rows.extend(footer_rows(self.state, self.transcript.usage, self.busy, self.statuses, width))
         if self.dialog is not None and self.dialog["method"] in ("input", "editor"):
             cursor = None
@@ -267,8 +271,12 @@ class App:
             self._mcp_footer()
         cmds = await self.client.request({"type": "get_commands"})
         if cmds.get("success"):
-            self.extra_commands = ["/" + str(c.get("name")) for c in (cmds.get("data") or {}).get("commands", [])
-                                   if isinstance(c, dict) and c.get("name")]
+            listed = [c for c in (cmds.get("data") or {}).get("commands", []) if isinstance(c, dict) and c.get("name")]
+            self.extra_commands = ["/" + str(c["name"]) for c in listed]
+            for c in listed:
+                hint = str(c.get("argumentHint") or c.get("argument-hint") or "")
+                text = " ".join(x for x in (str(c.get("description") or ""), hint and f"({hint})") if x)
+                self.command_usage.setdefault("/" + str(c["name"]), clean(text)[:200])
         ctx = await self.client.request({"type": "get_context_usage"})
         if ctx.get("success"):
             self.state["contextUsage"] = ctx.get("data")
