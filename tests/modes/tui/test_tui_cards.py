@@ -176,3 +176,15 @@ def test_themes_in_pi_format_recolour_rows(tmp_path, palette_restored) -> None:
     assert "loop" in str(theme.choose(None, [str(path)], str(tmp_path))[2])
     path.write_text("{not json")
     assert "could not be read" in str(theme.choose(None, [str(path)], str(tmp_path))[2])
+
+
+def test_the_local_client_decodes_frames_with_a_lone_surrogate_too() -> None:
+    from pisces.modes.host.encoding import encode_with_lone_surrogates
+    from pisces.modes.tui.client import LocalClient
+
+    got: list[dict] = []
+    client = LocalClient.__new__(LocalClient)  # the decoding only: no host needed
+    client.on_frame, client._waiting = got.append, {}
+    client.send_bytes(b'{"type":"x","text":"caf\\u00e9"}\n')
+    client.send_bytes(encode_with_lone_surrogates({"type": "y", "text": "a\ud800b"}) + b"\n")
+    assert got == [{"type": "x", "text": "café"}, {"type": "y", "text": "a\ud800b"}]
