@@ -188,3 +188,36 @@ def test_the_local_client_decodes_frames_with_a_lone_surrogate_too() -> None:
     client.send_bytes(b'{"type":"x","text":"caf\\u00e9"}\n')
     client.send_bytes(encode_with_lone_surrogates({"type": "y", "text": "a\ud800b"}) + b"\n")
     assert got == [{"type": "x", "text": "café"}, {"type": "y", "text": "a\ud800b"}]
+
+
+def test_the_task_tools_own_progress_frames_make_the_live_card() -> None:
+    """The details the task tool publishes (core.task.progress), encoded as the host sends them."""
+    from types import SimpleNamespace
+
+    import msgspec
+
+    from pisces.core.task.progress import ProgressBoard, new_progress
+
+    sent: list = []
+
+    async def main() -> None:
+        board = ProgressBoard(2, sent.append, None, time.time())
+        agent = SimpleNamespace(name="explore", source="builtin")
+        p = new_progress(0, "T1", agent, "map the code", "", "map the code", status="running")
+        p.update(currentTool="grep", currentToolArgs="TODO", toolCount=3, tokens=900, durationMs=2000)
+        board.set(0, p, flush=True)
+        board.set(1, new_progress(1, "T2", agent, "fix it", "", "", status="pending"), flush=True)
+        board.close()
+    asyncio.run(main())
+    partial = msgspec.json.decode(msgspec.json.encode(sent[-1]))  # as a client receives it
+    term = Term(100, 12)
+    r = Renderer(term.write, 100, 12)
+    t = Transcript(r.commit, 100)
+    t.on_event({"type": "tool_execution_start", "toolCallId": "t", "toolName": "task",
+                "args": {"agent": "explore", "tasks": [{"task": "map the code"}, {"task": "fix it"}]}})
+    t.on_event({"type": "tool_execution_update", "toolCallId": "t", "toolName": "task", "partialResult": partial})
+    frame(t, r)
+    screen = [row.rstrip() for row in term.screen.display]
+    assert "◌ task explore · 2 tasks" in screen
+    assert "  ◌ explore running: map the code · 3 tools · 900 tok · 2s · grep TODO" in screen
+    assert "  ○ explore pending: fix it · 0 tools · 0 tok · 0s" in screen

@@ -110,6 +110,10 @@ def _args_summary(name: str, args: Any) -> str:
         return str(args.get("command", ""))
     if name == "todo_write":
         return ""  # its output is the list
+    if name == "task":  # the subagents show on the card while they run
+        tasks = args.get("tasks")
+        n = len(tasks) if isinstance(tasks, list) else 0
+        return f"{args.get('agent') or 'agent'} · {n} task{'' if n == 1 else 's'}"
     for key in ("path", "pattern", "file_path"):
         if key in args:
             return str(args[key])
