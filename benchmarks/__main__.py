@@ -19,6 +19,9 @@ Workloads (sizes as in the issue; ``--tiny`` shrinks them all for the smoke test
                 items, --parallel 4), and through a local Ray cluster when Ray is installed
     sandbox     the bash tool running `true` inside the OS sandbox (Landlock, workspace-write) against the same
                 call unconfined: the sandbox's cost per command
+    tui         the terminal UIs of pisces and pi in a 120x40 pseudo-terminal: spawn to an editable prompt, CPU
+                time of a 2000-chunk reply, resume of a 20,000-entry session, idle wake-ups and CPU; the
+                renderer's cost per delta (pisces only)
     web         a 2000-chunk reply fanned out to 1 and 10 WebSocket clients of ``pisces --mode web`` (deltas
                 profile): time to the last client's agent_end, server CPU time, bytes per client
 
@@ -49,7 +52,7 @@ if __package__ in (None, ""):  # ``python benchmarks/__main__.py``
 
 from benchmarks._common import FULL, RESULTS_DIR, TINY, Config, Results, Sizes, as_dict, find_pi, machine_info
 
-MODULES = ("rpc", "sessions", "grep_find", "compaction", "export", "providers", "web", "batch", "sandbox")
+MODULES = ("rpc", "sessions", "grep_find", "compaction", "export", "providers", "web", "batch", "sandbox", "tui")
 RPC_MODULES = {"rpc", "sessions", "grep_find", "compaction", "export"}
 
 
@@ -160,7 +163,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     started = time.time()
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     pi_status = "--no-pi"
-    if cfg.with_pi and RPC_MODULES & set(only):
+    if cfg.with_pi and (RPC_MODULES | {"tui"}) & set(only):
         cfg.pi_cli, why = find_pi(cfg.log)
         pi_status = cfg.pi_cli or why
         if why:

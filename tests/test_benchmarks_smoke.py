@@ -84,3 +84,21 @@ def test_web_fan_out_runs(runner, tmp_path):
     assert all(f.pisces for f in res.figures)
     per_client = figures["web_fanout_bytes_per_client"]
     assert per_client.pisces[0] > per_client.ref[0] > 0  # 60 chunks send more than 30
+
+
+def test_tui_bench_runs(runner, tmp_path):
+    """The TUI rows on tiny workloads, pisces only: every figure has samples (a pseudo-terminal, the scripted
+    LLM, a resumed session of 202 entries)."""
+    from benchmarks._common import TINY, Config, Results
+    from benchmarks.bench_tui import run
+    from benchmarks.workloads import Workloads
+
+    cfg = Config(sizes=TINY, rounds=1, tmp=tmp_path, with_pi=False, quick=True, log=lambda msg: None)
+    res = Results()
+    run(cfg, res, Workloads(tmp_path / "wl", TINY))
+    figures = {f.key: f for f in res.figures}
+    assert set(figures) == {"tui_spawn_ms", "tui_spawn_cpu_ms", "tui_reply_cpu_ms", "tui_resume_ms",
+                            "tui_resume_cpu_ms", "tui_idle_wakeups", "tui_idle_cpu_ms", "tui_delta_us_1k",
+                            "tui_delta_us_100k"}
+    assert all(f.pisces for f in res.figures), [(f.key, f.detail) for f in res.figures if not f.pisces]
+    assert all(f.ref is None and f.ref_missing for f in res.figures)  # --no-pi says why pi is missing

@@ -19,8 +19,8 @@ SANDBOX_MODES = ("read-only", "workspace-write", "off")  # pisces.core.sandbox.p
 # Flags pisces accepts for pi's wrappers but does not act on (yet): dest -> why. A mode prints one line about
 # the ones given. Features built later remove their entry here.
 IGNORED_FLAGS: dict[str, str] = {
-    "themes": "the terminal UI has one built-in look; themes are not read yet",
-    "no_themes": "the terminal UI has one built-in look; themes are not read yet",
+    "themes": "themes apply to the terminal UI only",
+    "no_themes": "themes apply to the terminal UI only",
     "verbose": "pisces prints no start-up banner",
 }
 
@@ -105,8 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-np", "--no-prompt-templates", dest="no_prompt_templates", action="store_true",
                    help="do not discover prompt templates")
     p.add_argument("--theme", dest="themes", action="append", metavar="PATH",
-                   help="accepted for pi's wrappers; the terminal UI does not read themes yet")
-    p.add_argument("--no-themes", dest="no_themes", action="store_true", help="accepted for pi's wrappers")
+                   help="a theme file in pi's JSON format for the terminal UI (the last one is used)")
+    p.add_argument("--no-themes", dest="no_themes", action="store_true",
+                   help="the terminal UI reads no theme file from the agent dir (built-in themes and --theme only)")
     p.add_argument("--list-models", dest="list_models", nargs="?", const=True, default=None, metavar="SEARCH",
                    help="list the model catalogue with each provider's key status, and exit")
     p.add_argument("--verbose", action="store_true", help="accepted for pi's wrappers (pisces prints no banner)")
@@ -199,14 +200,15 @@ def _choice(choices: Sequence[str], flag: str) -> Any:
     return parse
 
 
-def ignored_flags_note(args: Any) -> str | None:
-    """One line naming the given flags that have no effect here, with why; None when there are none."""
-    if not any(getattr(args, dest, None) for dest in IGNORED_FLAGS):
+def ignored_flags_note(args: Any, used: tuple[str, ...] = ()) -> str | None:
+    """One line naming the given flags that have no effect here (``used``: those the chosen mode reads), with
+    why; None when there are none."""
+    if not any(getattr(args, dest, None) for dest in IGNORED_FLAGS if dest not in used):
         return None
     names = {a.dest: a.option_strings[-1] for a in build_parser()._actions if a.option_strings}
     given: dict[str, list[str]] = {}
     for dest, why in IGNORED_FLAGS.items():
-        if getattr(args, dest, None):
+        if getattr(args, dest, None) and dest not in used:
             given.setdefault(why, []).append(names.get(dest, dest))
     return "pisces: ignoring " + "; ".join(f"{', '.join(flags)} ({why})" for why, flags in given.items())
 
@@ -262,7 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = _session_flag_conflict(args)
     if problem:
         return _fail(problem)
-    note = ignored_flags_note(args)
+    tui = mode == "text" and not args.print_mode and (args.plain or (sys.stdin.isatty() and sys.stdout.isatty()))
+    note = ignored_flags_note(args, ("themes", "no_themes") if tui else ())
     if note:
         sys.stderr.write(note + "\n")
     if args.resume:

@@ -137,3 +137,20 @@ async def test_a_prompt_that_fails_after_its_ack_gets_a_second_response_with_its
         {"id": "p", "type": "response", "command": "prompt", "success": True},
         {"id": "p", "type": "response", "command": "prompt", "success": False,
          "error": "the run could not start: disk full"}]
+
+
+async def test_get_messages_last_sends_only_the_end_and_the_total(host, faux):
+    a = FakeClient(host)
+    host.attach(a)
+    faux.enqueue({"text": "first reply"})
+    a.send('{"id":"p","type":"prompt","message":"hi"}')
+    await a.wait_for(lambda f: f.get("type") == "agent_end")
+    a.send('{"id":"all","type":"get_messages"}')
+    a.send('{"id":"one","type":"get_messages","last":1}')
+    a.send('{"id":"none","type":"get_messages","last":0}')
+    a.send('{"id":"bad","type":"get_messages","last":"x"}')
+    by_id = {r["id"]: r["data"] for r in a.responses() if r["command"] == "get_messages"}
+    assert len(by_id["all"]["messages"]) == 2 and "total" not in by_id["all"]  # pi's shape unchanged
+    assert by_id["one"] == {"messages": by_id["all"]["messages"][-1:], "total": 2}
+    assert by_id["none"] == {"messages": [], "total": 2}
+    assert by_id["bad"] == by_id["all"]  # not an integer: the whole list, as without it

@@ -180,7 +180,11 @@ def h_get_state(server: Any, cmd: dict[str, Any]) -> Any:
 
 
 def h_get_messages(server: Any, cmd: dict[str, Any]) -> Any:
-    return {"messages": server.session.messages}
+    messages = server.session.messages
+    last = cmd.get("last")  # optional (pisces): only the last N messages, and how many there are in all
+    if isinstance(last, int) and not isinstance(last, bool) and last >= 0:
+        return {"messages": list(messages[len(messages) - last:]) if last else [], "total": len(messages)}
+    return {"messages": messages}
 
 
 def h_set_model(server: Any, cmd: dict[str, Any]) -> Any:

@@ -17,10 +17,14 @@ from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.input import create_input
 from prompt_toolkit.keys import Keys
 
+from pisces.modes.tui.cards import McpStatus
+from pisces.modes.tui.complete import command_hint
+from pisces.modes.tui.editor import EditorOps
 from pisces.modes.tui.footer import footer_rows
 from pisces.modes.tui.keybindings import Keymap, key_id
 from pisces.modes.tui.nav_commands import NAV_COMMANDS
 from pisces.modes.tui.render import Renderer, fit, style
+from pisces.modes.tui.sanitize import clean
 from pisces.modes.tui.transcript import Transcript
 
 FRAME_S = 1 / 60
@@ -43,6 +47,7 @@ COMMANDS = {
     "/reload": "reload extensions, skills, prompts",
     "/sandbox": "show or set the OS sandbox (/sandbox read-only, /sandbox network off)",
     "/hotkeys": "show the keys",
+    "/mcp": "the MCP servers and their state",
     "/quit": "leave",
 }
 COMMANDS.update(NAV_COMMANDS)
@@ -56,6 +61,7 @@ class App:
         self.renderer = Renderer(self._write, width, height)
         self.transcript = Transcript(self.renderer.commit, width)
         self.editor = Buffer(multiline=True, history=history)
+        self.edit = EditorOps(self.editor)  # kill-ring, paste markers, \ + Enter
         self.busy = False
         self.queued: list[tuple[str, str]] = []
         self.dialog: dict[str, Any] | None = None
@@ -69,7 +75,9 @@ class App:
         self._frame: asyncio.TimerHandle | None = None
         self.hint = ""
         self.extra_commands: list[str] = []  # the session's commands (get_commands), for Tab
+        self.command_usage: dict[str, str] = dict(COMMANDS)  # /name -> what it does and takes (the hint row)
         self.keymap = keymap if keymap is not None else Keymap()
+        self.mcp = McpStatus()
 
     # -- output ----------------------------------------------------------------------------------
     def _write(self, text: str) -> None:
@@ -114,8 +122,9 @@ class App:
             for j, chunk in enumerate(chunks):
                 rows.append(("› " if i == 0 and j == 0 else "  ") + chunk)
         rows.append(style("─" * width, 2))
-        if self.hint:
-            rows.append(style(self.hint, 2))
+        hint = self.hint or command_hint(self.editor.text, self.command_usage)
+        if hint:
+            rows.append(style(hint, 2))
         rows.extend(footer_rows(self.state, self.transcript.usage, self.busy, self.statuses, width))
         if self.dialog is not None and self.dialog["method"] in ("input", "editor"):
             cursor = None
@@ -173,8 +182,27 @@ class App:
                 self.transcript.note(f"approval request withdrawn ({ev.get('reason')})", 2)
         elif kind == "extension_error":
             self.transcript.note(f"extension error: {ev.get('error')}", 31)
+        elif kind == "mcp_server_status":
+            self.mcp.on_event(ev)
+            self._mcp_footer()
         self.transcript.on_event(ev)
+        if kind == "auto_retry_start":
+            self._countdown()
         self.schedule()
+
+    def _countdown(self) -> None:
+        """While a retry waits, one frame a second for its countdown (no timer otherwise)."""
+        retry = self.transcript.retry
+        if retry is None or retry["until"] <= time.monotonic():
+            return
+        left = retry["until"] - time.monotonic()
+        asyncio.get_running_loop().call_later(left % 1.0 or 1.0, self._countdown)
+        self.schedule()
+
+    def _mcp_footer(self) -> None:
+        summary = self.mcp.summary()
+        if summary:
+            self.statuses["mcp"] = summary
 
     def _ui_request(self, ev: dict[str, Any]) -> None:
         from pisces.modes.tui.sanitize import clean  # noqa: PLC0415 - the module is already loaded
@@ -243,10 +271,20 @@ class App:
         resp = await self.client.request({"type": "get_state"})
         if resp.get("success"):
             self.state = resp.get("data") or {}
+            if "todoPhases" in self.state:
+                self.transcript.todos = self.state["todoPhases"]
+        if not self.mcp.servers:
+            mcp = await self.client.request({"type": "mcp_status"})
+            self.mcp.load(mcp.get("data") if mcp.get("success") else None)
+            self._mcp_footer()
         cmds = await self.client.request({"type": "get_commands"})
         if cmds.get("success"):
-            self.extra_commands = ["/" + str(c.get("name")) for c in (cmds.get("data") or {}).get("commands", [])
-                                   if isinstance(c, dict) and c.get("name")]
+            listed = [c for c in (cmds.get("data") or {}).get("commands", []) if isinstance(c, dict) and c.get("name")]
+            self.extra_commands = ["/" + str(c["name"]) for c in listed]
+            for c in listed:
+                hint = str(c.get("argumentHint") or c.get("argument-hint") or "")
+                text = " ".join(x for x in (str(c.get("description") or ""), hint and f"({hint})") if x)
+                self.command_usage.setdefault("/" + str(c["name"]), clean(text)[:200])
         ctx = await self.client.request({"type": "get_context_usage"})
         if ctx.get("success"):
             self.state["contextUsage"] = ctx.get("data")
@@ -285,7 +323,9 @@ class App:
         buf = self.editor
         doc = buf.document
         if key == Keys.BracketedPaste:
-            buf.insert_text(k.data.replace("\r\n", "\n").replace("\r", "\n"))
+            self.edit.paste(k.data)
+        elif self.edit.handle(action):
+            pass
         elif action == "clear":
             now = time.monotonic()
             if buf.text:
@@ -301,7 +341,8 @@ class App:
         elif action == "exit" or action == "deleteCharForward":
             buf.delete()
         elif action == "submit":
-            self.submit(follow_up=False)
+            if not self.edit.backslash_newline():
+                self.submit(follow_up=False)
         elif action == "followUp":
             self.submit(follow_up=True)
         elif action == "newLine":
@@ -357,14 +398,6 @@ class App:
             buf.cursor_position += doc.get_start_of_line_position()
         elif action == "cursorLineEnd":
             buf.cursor_position += doc.get_end_of_line_position()
-        elif action == "deleteToLineStart":
-            buf.delete_before_cursor(-doc.get_start_of_line_position())
-        elif action == "deleteToLineEnd":
-            buf.delete(doc.get_end_of_line_position())
-        elif action == "deleteWordBackward":
-            pos = doc.find_start_of_previous_word()
-            if pos:
-                buf.delete_before_cursor(-pos)
         elif action == "undo":
             buf.undo()
         elif action == "tab":
@@ -384,6 +417,11 @@ class App:
         commands = list(COMMANDS) + [c for c in self.extra_commands if c not in COMMANDS]
         if before.startswith("/") and " " not in before:
             choices = [n for n in commands if n.startswith(before)]
+        elif word.startswith("@"):
+            from pisces.modes.tui.fuzzy_files import complete_at  # noqa: PLC0415 - the first @ Tab
+
+            complete_at(self, word)
+            return
         else:
             choices = complete_word(word, os.getcwd()) if word else []
         if not choices:
@@ -432,11 +470,13 @@ class App:
 
     # -- sending -----------------------------------------------------------------------------------------
     def submit(self, *, follow_up: bool) -> None:
-        text = self.editor.text
+        text = self.edit.expand(self.editor.text)
         if not text.strip():
             return
+        self.editor.text = text
         self.editor.append_to_history()
         self.editor.reset()
+        self.edit.sent()
         if text.startswith("/") and (text.split()[0] in COMMANDS or text.split()[0] in HIDDEN):
             asyncio.ensure_future(self.command(text))
             return

@@ -8,8 +8,12 @@ import itertools
 import json
 from typing import Any, Callable
 
+import msgspec
+
 from pisces.modes.host.encoding import DELTAS
 from pisces.modes.host.host import Client, Host
+
+_decode = msgspec.json.Decoder().decode
 
 
 class LocalClient(Client):
@@ -23,7 +27,10 @@ class LocalClient(Client):
         self._waiting: dict[str, asyncio.Future[Any]] = {}
 
     def send_bytes(self, frame: bytes) -> None:
-        obj = json.loads(frame)
+        try:
+            obj = _decode(frame)  # msgspec: a few times faster than json for the stream of deltas
+        except msgspec.DecodeError:
+            obj = json.loads(frame)  # what msgspec refuses (a lone surrogate's escape) json still reads
         if obj.get("type") == "response" and obj.get("id") in self._waiting:
             fut = self._waiting.pop(obj["id"])
             if not fut.done():

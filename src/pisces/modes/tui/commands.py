@@ -32,6 +32,10 @@ async def run_command(app: Any, text: str) -> None:
 
     if name == "/quit":
         app.done.set()
+    elif name == "/mcp":
+        app.mcp.load(await ask({"type": "mcp_status"}))
+        for row in app.mcp.rows(app.renderer.width):
+            t.note(row)
     elif name == "/hotkeys":
         for action, keys in app.keymap.bindings.items():
             t.note(f"{action:20} {', '.join(keys)}")

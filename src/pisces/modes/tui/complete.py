@@ -28,3 +28,12 @@ def complete_word(word: str, cwd: str) -> list[str]:
     except OSError:
         return []
     return sorted(out)
+
+
+def command_hint(text: str, usage: dict[str, str]) -> str:
+    """While a known ``/command`` is being typed (its name, then its arguments on the same line): the command
+    and what it takes, e.g. ``/compact — compact the context (/compact [instructions])``."""
+    if not text.startswith("/") or "\n" in text:
+        return ""
+    name = text.split(" ", 1)[0]
+    return f"{name} — {usage[name]}" if usage.get(name) else ""

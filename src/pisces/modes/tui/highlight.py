@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pisces.modes.tui.render import RESET
+from pisces.modes.tui.render import PALETTE, RESET
 
 _LEXERS: dict[str, Any] = {}
 
@@ -14,6 +14,12 @@ _COLOURS = (  # token type name prefix -> SGR
     ("Keyword", "35"), ("Name.Builtin", "36"), ("Name.Function", "34"), ("Name.Class", "1;34"),
     ("Name.Decorator", "36"), ("Literal.String", "32"), ("Literal.Number", "33"), ("Comment", "2;3"),
     ("Operator.Word", "35"), ("Name.Tag", "31"), ("Name.Attribute", "33"),
+)
+_ROLES = (  # token type name prefix -> the theme's colour for it (theme.SYNTAX)
+    ("Keyword", "syntaxKeyword"), ("Name.Function", "syntaxFunction"), ("Name.Class", "syntaxType"),
+    ("Name.Builtin", "syntaxType"), ("Literal.String", "syntaxString"), ("Literal.Number", "syntaxNumber"),
+    ("Comment", "syntaxComment"), ("Operator", "syntaxOperator"), ("Name.Variable", "syntaxVariable"),
+    ("Punctuation", "syntaxPunctuation"),
 )
 
 
@@ -42,5 +48,8 @@ def highlight(line: str, lexer: Any) -> str:
     for ttype, value in lexer.get_tokens(line):
         name = str(ttype).removeprefix("Token.")
         code = next((c for prefix, c in _COLOURS if name.startswith(prefix)), None)
+        if PALETTE:
+            role = next((r for prefix, r in _ROLES if name.startswith(prefix)), None)
+            code = PALETTE.get(role, code) if role else code
         out.append(f"\x1b[{code}m{value}{RESET}" if code and value.strip() else value)
     return "".join(out).rstrip("\n")

@@ -37,12 +37,16 @@ DEFAULTS: dict[str, list[str]] = {
     "deleteWordBackward": ["ctrl+w", "alt+backspace"],
     "deleteToLineStart": ["ctrl+u"],
     "deleteToLineEnd": ["ctrl+k"],
+    "deleteWordForward": ["alt+d", "alt+delete"],
+    "yank": ["ctrl+y"],
+    "yankPop": ["alt+y"],
     "undo": ["ctrl+-", "ctrl+_"],
     "tab": ["tab"],
 }
 _SYNONYMS = {"esc": "escape", "return": "enter", "pageup": "pageup", "pagedown": "pagedown"}
-_PT_NAMES = {"c-m": "enter", "c-i": "tab", "c-h": "backspace", "s-tab": "shift+tab", "escape": "escape",
-             "c-_": "ctrl+_", "c-j": "ctrl+j"}
+SHIFT_ENTER_SEQUENCES = ("\x1b[13;2u", "\x1b[27;2;13~")  # kitty keyboard protocol, xterm modifyOtherKeys
+_PT_NAMES = {"c-m": "enter", "c-i": "tab", "c-h": "backspace", "s-tab": "shift+tab",
+             "escape": "escape", "c-_": "ctrl+_", "c-j": "ctrl+j"}
 
 
 def normalize(key: str) -> str:
@@ -56,7 +60,9 @@ def normalize(key: str) -> str:
 def key_id(key: Any, data: str, alt: bool = False) -> str:
     """pi's name for a prompt_toolkit key press (``alt`` when an Esc came just before it)."""
     value = getattr(key, "value", key)
-    if value in _PT_NAMES:
+    if data in SHIFT_ENTER_SEQUENCES:
+        name = "shift+enter"
+    elif value in _PT_NAMES:
         name = _PT_NAMES[value]
     elif isinstance(value, str) and value.startswith("c-s-"):
         name = "ctrl+shift+" + value[4:]
@@ -69,10 +75,28 @@ def key_id(key: Any, data: str, alt: bool = False) -> str:
     return normalize(("alt+" if alt else "") + name)
 
 
+# pi 0.73's namespaced ids (``tui.editor.yank``, ``app.model.select``) name the same actions as the older ids
+_NAMESPACES = ("tui.editor.", "tui.input.", "app.")
+_NAMESPACED = {"app.thinking.cycle": "cycleThinkingLevel", "app.model.select": "selectModel",
+               "app.tools.expand": "expandTools", "app.thinking.toggle": "toggleThinking",
+               "app.message.followUp": "followUp", "app.message.dequeue": "dequeue"}
+
+
+def action_id(name: str) -> str:
+    """The action a ``keybindings.json`` key names, in the older ids used here."""
+    if name in _NAMESPACED:
+        return _NAMESPACED[name]
+    for prefix in _NAMESPACES:
+        if name.startswith(prefix) and "." not in name[len(prefix):]:
+            return name[len(prefix):]
+    return name
+
+
 class Keymap:
     def __init__(self, overrides: dict[str, Any] | None = None) -> None:
         self.bindings = {a: list(k) for a, k in DEFAULTS.items()}
         for action, keys in (overrides or {}).items():
+            action = action_id(action)
             if isinstance(keys, str):
                 keys = [keys]
             if isinstance(keys, list) and all(isinstance(k, str) for k in keys):

@@ -52,11 +52,17 @@ async def _serve(args: Any) -> int:
     except OSError as exc:
         sys.stderr.write(f"pisces: cannot read {exc.filename}: {exc.strerror}\n")
         return 2
+    plain = getattr(args, "plain", False) or os.environ.get("TERM") == "dumb"
+    if not plain and "PISCES_MCP_STDERR" not in os.environ:
+        # MCP servers' stderr would land on the screen and move the cursor under the renderer: a log instead
+        from pisces.core.config.paths import agent_dir  # noqa: PLC0415 - interactive only
+
+        os.makedirs(agent_dir(), exist_ok=True)
+        os.environ["PISCES_MCP_STDERR"] = os.path.join(agent_dir(), "mcp-stderr.log")
     session = await open_session_or_report(args)
     if isinstance(session, int):
         return session
     host = Host(session)
-    plain = getattr(args, "plain", False) or os.environ.get("TERM") == "dumb"
     loop = asyncio.get_running_loop()
     if plain:
         return await _serve_plain(host, prompts)
@@ -72,6 +78,13 @@ async def _serve(args: Any) -> int:
     app = App(client, sys.stdout, width=size.columns, height=size.lines, history=_history(session), keymap=keymap)
     if problem:
         app.transcript.note(problem, 33)
+    from pisces.modes.tui import theme  # noqa: PLC0415 - interactive only
+
+    _name, colors, theme_problem = theme.choose(session.settings.get("theme"), getattr(args, "themes", None),
+                                                agent_dir(), bool(getattr(args, "no_themes", False)))
+    theme.apply(colors)
+    if theme_problem:
+        app.transcript.note(theme_problem, 33)
     host.attach(client)
     host.on_shutdown_request = app.done.set
     ended_by: list[int] = []
@@ -100,10 +113,12 @@ async def _serve(args: Any) -> int:
 
 async def _show_history(app: Any, limit: int = 40) -> None:
     """A resumed session's last messages, written once to the scrollback."""
-    resp = await app.client.request({"type": "get_messages"})
-    messages = (resp.get("data") or {}).get("messages") or []
-    if len(messages) > limit:
-        app.transcript.note(f"… {len(messages) - limit} earlier messages", 2)
+    resp = await app.client.request({"type": "get_messages", "last": limit})
+    data = resp.get("data") or {}
+    messages = data.get("messages") or []
+    total = data.get("total", len(messages))  # a host without "last" sends them all
+    if total > limit:
+        app.transcript.note(f"… {total - limit} earlier messages", 2)
     for m in messages[-limit:]:
         replay_message(app, m)
 

@@ -22,12 +22,16 @@ from wcwidth import wcwidth
 SYNC_ON, SYNC_OFF = "\x1b[?2026h", "\x1b[?2026l"
 RESET = "\x1b[0m"
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
+PALETTE: dict[int | str, str] = {}  # the theme's colour for a basic code (theme.apply); empty: plain ANSI
 
 
 def style(text: str, *codes: int | str) -> str:
-    """``text`` in SGR ``codes`` (e.g. 1 bold, 2 dim, 31 red, "38;5;75")."""
+    """``text`` in SGR ``codes`` (e.g. 1 bold, 2 dim, 31 red, "38;5;75"), the basic colours as the theme
+    draws them."""
     if not codes or not text:
         return text
+    if PALETTE:
+        codes = tuple(PALETTE.get(c, c) for c in codes)
     return f"\x1b[{';'.join(str(c) for c in codes)}m{text}{RESET}"
 
 
@@ -41,6 +45,8 @@ def char_width(ch: str) -> int:
 
 
 def width_of(row: str) -> int:
+    if row.isascii():  # rows are cleaned: printable ASCII is one column a character
+        return len(visible(row)) if "\x1b" in row else len(row)
     return sum(char_width(c) for c in visible(row))
 
 
@@ -48,6 +54,8 @@ def fit(row: str, width: int) -> str:
     """``row`` cut to ``width`` columns (SGR sequences kept, a reset added when cut)."""
     if width <= 0:
         return ""
+    if row.isascii() and "\x1b" not in row:  # the common case, one column a character
+        return row[:width]
     out: list[str] = []
     used = 0
     pos = 0

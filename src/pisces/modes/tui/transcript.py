@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any, Callable
 
+from pisces.modes.tui import cards
 from pisces.modes.tui.render import style, wrap
 from pisces.modes.tui.sanitize import clean
 
@@ -106,6 +108,12 @@ def _args_summary(name: str, args: Any) -> str:
         return ""
     if name == "bash":
         return str(args.get("command", ""))
+    if name == "todo_write":
+        return ""  # its output is the list
+    if name == "task":  # the subagents show on the card while they run
+        tasks = args.get("tasks")
+        n = len(tasks) if isinstance(tasks, list) else 0
+        return f"{args.get('agent') or 'agent'} · {n} task{'' if n == 1 else 's'}"
     for key in ("path", "pattern", "file_path"):
         if key in args:
             return str(args[key])
@@ -116,7 +124,8 @@ def _result_text(result: Any) -> str:
     if isinstance(result, dict):
         content = result.get("content")
         if isinstance(content, list):
-            return "\n".join(c.get("text", "") for c in content if isinstance(c, dict) and c.get("type") == "text")
+            return "\n".join(c.get("text", "") if c.get("type") == "text" else cards.image_placeholder(c)
+                             for c in content if isinstance(c, dict) and c.get("type") in ("text", "image"))
     return "" if result is None else str(result)
 
 
@@ -124,7 +133,10 @@ class Transcript:
     """Feeds on the host's event frames (dicts); finished rows go to ``emit``."""
 
     def __init__(self, emit: Callable[[list[str]], None], width: int) -> None:
-        self.emit = emit
+        self._sink = emit
+        self.group: list[dict[str, Any]] = []  # consecutive read/grep/find/ls calls, one card until closed
+        self.retry: dict[str, Any] | None = None  # a retry waiting: until (monotonic), attempt, error
+        self.todos: Any = None  # the session's todo phases (todo_update, get_state)
         self.width = width
         self.stream: Stream | None = None
         self.tools: dict[str, dict[str, Any]] = {}  # running tool calls: id -> {name, summary, tail}
@@ -132,6 +144,25 @@ class Transcript:
         self.expand_tools = False  # Ctrl+O: tool cards show up to EXPANDED_LINES of output
         self.status = ""  # one line: retrying, compacting, ...
         self.usage = {"input": 0, "output": 0, "cacheRead": 0, "cost": 0.0}
+
+    @property
+    def emit(self) -> Callable[[list[str]], None]:
+        """Commits rows; a pending group card is committed first, so the order on screen is the order of
+        events."""
+        return self._emit
+
+    @emit.setter
+    def emit(self, sink: Callable[[list[str]], None]) -> None:
+        self._sink = sink
+
+    def _emit(self, rows: list[str]) -> None:
+        self.close_group()
+        self._sink(rows)
+
+    def close_group(self) -> None:
+        if self.group:
+            group, self.group = self.group, []
+            self._sink(cards.group_rows(group, self.width))
 
     def resize(self, width: int) -> None:
         self.width = width
@@ -185,15 +216,27 @@ class Transcript:
             t = self.tools.get(str(ev.get("toolCallId")))
             if t is not None:
                 t["tail"] = _result_text(ev.get("partialResult"))[-2000:]
+                partial = ev.get("partialResult")
+                t["details"] = partial.get("details") if isinstance(partial, dict) else None
         elif kind == "tool_execution_end":
             t = self.tools.pop(str(ev.get("toolCallId")), None) or {"name": str(ev.get("toolName")), "summary": "",
                                                                       "args": None}
-            self._tool_card(t, _result_text(ev.get("result")), bool(ev.get("isError")))
+            output = _result_text(ev.get("result"))
+            if t["name"] in cards.GROUPED and not ev.get("isError") and not self.expand_tools:
+                lines = output.rstrip("\n").count("\n") + 1 if output.strip() else 0
+                self.group.append({"name": t["name"], "summary": t["summary"], "lines": lines})
+            else:
+                self._tool_card(t, output, bool(ev.get("isError")))
         elif kind == "auto_retry_start":
-            self.status = (f"retrying in {int(ev.get('delayMs', 0)) // 1000}s (attempt {ev.get('attempt')}/"
-                           f"{ev.get('maxAttempts')}): {clean(str(ev.get('errorMessage', '')))[:200]}")
+            delay = ev.get("delayMs")
+            delay_s = min(float(delay), 86_400_000.0) / 1000 if isinstance(delay, (int, float)) else 0.0
+            self.retry = {"until": time.monotonic() + max(0.0, delay_s),
+                          "attempt": ev.get("attempt"), "maxAttempts": ev.get("maxAttempts"),
+                          "error": clean(str(ev.get("errorMessage", "")))[:200]}
+        elif kind == "todo_update":
+            self.todos = ev.get("todoPhases")
         elif kind == "auto_retry_end":
-            self.status = ""
+            self.retry = None
             if not ev.get("success"):
                 self.note("retries gave up: " + str(ev.get("finalError", "")), 31)
         elif kind in ("auto_compaction_start", "compaction_start"):
@@ -205,6 +248,7 @@ class Transcript:
             self.note("budget: " + json.dumps({k: v for k, v in ev.items() if k != "type"}), 33)
         elif kind == "agent_end":
             self._end_stream()
+            self.close_group()
 
     def _update(self, ae: dict[str, Any]) -> None:
         kind = ae.get("type")
@@ -249,7 +293,7 @@ class Transcript:
 
     def live(self) -> list[str]:
         """The rows of the live region above the editor: the streaming tail, running tools, status."""
-        rows: list[str] = []
+        rows: list[str] = cards.group_rows(self.group, self.width) if self.group else []
         if self.stream is not None:
             if self.stream.thinking and not self.show_thinking:
                 rows.append(style("∴ thinking…", 2, 3))
@@ -257,10 +301,17 @@ class Transcript:
                 rows.extend(self.stream.tail())
         for t in self.tools.values():
             rows.append(style("◌ " + t["name"], 1, 33) + " " + style(t["summary"], 2))
+            sub = cards.subagent_rows(t.get("details"), self.width)
+            if sub:
+                rows.extend(sub)
+                continue
             tail = [x for x in clean(t["tail"]).split("\n") if x.strip()][-3:]
             rows.extend(style("  " + x, 2) for x in tail)
+        if self.retry is not None:
+            rows.append(cards.retry_row(self.retry))
         if self.status:
             rows.append(style(self.status, 33))
+        rows.extend(cards.todo_rows(self.todos, self.width))
         return rows
 
 
@@ -269,5 +320,6 @@ def _message_text(msg: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict) and c.get("type") == "text")
+        return "\n".join(str(c.get("text", "")) if c.get("type") == "text" else cards.image_placeholder(c)
+                         for c in content if isinstance(c, dict) and c.get("type") in ("text", "image"))
     return ""

@@ -1,0 +1,105 @@
+"""``@`` fuzzy file completion: Tab on ``@query`` puts the best matching path of the project in its place, and
+Tab again (with nothing typed in between) cycles through the next matches; the hint row lists them.
+
+Guarantees (bounded on any tree): the walk honours ``.gitignore``, ``.ignore`` and git's excludes (the
+ripgrep-like walker of the grep/find tools), skips ``.git``, stops after MAX_FILES entries or MAX_WALK_S
+seconds, and is cached per directory for CACHE_S seconds; matching is a subsequence match, case-insensitive,
+ranked by a basename hit, consecutive characters and word starts, then by shorter paths; at most SHOWN
+matches are kept.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+MAX_FILES = 20_000
+MAX_WALK_S = 1.0
+CACHE_S = 10.0
+SHOWN = 50
+_cache: dict[str, tuple[float, list[str]]] = {}
+
+
+def project_files(cwd: str) -> list[str]:
+    """Paths relative to ``cwd`` (directories end with ``/``), bounded, cached for a few seconds."""
+    hit = _cache.get(cwd)
+    now = time.monotonic()
+    if hit is not None and now - hit[0] < CACHE_S:
+        return hit[1]
+    from pisces.core.tools._walk import Walker  # noqa: PLC0415 - the first @ completion
+
+    out: list[str] = []
+    walker = Walker(cwd)
+    for i, (path, is_dir) in enumerate(walker.walk(include_dirs=True)):
+        rel = os.path.relpath(path, cwd)
+        if rel == ".git" or rel.startswith(".git" + os.sep) or f"{os.sep}.git{os.sep}" in rel:
+            continue
+        out.append(rel + "/" if is_dir else rel)
+        if len(out) >= MAX_FILES or (i % 256 == 0 and time.monotonic() - now > MAX_WALK_S):
+            break
+    _cache[cwd] = (now, out)
+    return out
+
+
+def score(query: str, path: str) -> float | None:
+    """How well ``path`` matches ``query`` (higher is better), None when it does not."""
+    q, p = query.lower(), path.lower()
+    if not q:
+        return -len(p) * 0.1
+    total = 0.0
+    at = -1
+    prev = -2
+    for ch in q:
+        i = p.find(ch, at + 1)
+        if i < 0:
+            return None
+        if i == prev + 1:
+            total += 5
+        if i == 0 or p[i - 1] in "/_-. ":
+            total += 3
+        prev = at = i
+    base = p.rstrip("/").rsplit("/", 1)[-1]
+    if base.startswith(q):
+        total += 30
+    elif q in base:
+        total += 20
+    elif q in p:
+        total += 10
+    return total - len(p) * 0.1
+
+
+def matches(query: str, paths: list[str]) -> list[str]:
+    scored = [(s, p) for p in paths if (s := score(query, p)) is not None]
+    scored.sort(key=lambda sp: (-sp[0], sp[1]))
+    return [p for _, p in scored[:SHOWN]]
+
+
+def complete_at(app: Any, word: str) -> None:
+    """Tab on ``word`` (``@query``, just before the cursor) in ``app``'s editor."""
+    buf = app.editor
+    state = getattr(app, "_fuzzy", None)
+    if state is not None and state["text"] == buf.text and state["cursor"] == buf.cursor_position:
+        state["index"] = (state["index"] + 1) % len(state["choices"])
+        start = state["start"]
+    else:
+        choices = matches(word[1:], project_files(os.getcwd()))
+        if not choices:
+            app.hint = f"no file matches {word}"
+            app._fuzzy = None
+            return
+        start = buf.cursor_position - len(word)
+        state = {"choices": choices, "index": 0, "start": start}
+    choice = "@" + state["choices"][state["index"]]
+    text = buf.text
+    end = buf.cursor_position
+    buf.text = text[:start] + choice + text[end:]
+    buf.cursor_position = start + len(choice)
+    state["text"], state["cursor"] = buf.text, buf.cursor_position
+    app._fuzzy = state if len(state["choices"]) > 1 else None
+    if len(state["choices"]) > 1:
+        i = state["index"]
+        shown = state["choices"][i:i + 8]
+        app.hint = "Tab: next · " + "  ".join(shown) + ("  …" if len(state["choices"]) > i + 8 else "")
+    else:
+        app.hint = ""
