@@ -230,6 +230,12 @@ class Settings:
         """A copy of the merged settings."""
         return copy.deepcopy(self._merged)
 
+    def merged_view(self) -> dict[str, Any]:
+        """The merged settings themselves, for readers on a hot path (a setting looked up for every streamed
+        event): no copy is made, so the caller must neither change what it gets nor keep it (read, then drop
+        it: a later change of the settings may alter or replace it)."""
+        return self._merged
+
     def global_settings(self) -> dict[str, Any]:
         return copy.deepcopy(self._global)
 

@@ -34,7 +34,8 @@ DEFAULT_MAX_REMINDERS = 3
 def setting(settings: Any, key: str, default: Any) -> Any:
     """A setting given nested (``{"todo": {"reminders": {"max": 3}}}``) or flat (``{"todo.reminders.max": 3}``,
     oh-my-pi's spelling, where ``todo.reminders`` is also a key of its own)."""
-    merged = settings.as_dict() if settings is not None else {}
+    view = getattr(settings, "merged_view", None)  # read in place: this runs for every streamed event
+    merged = view() if view is not None else settings.as_dict() if settings is not None else {}
     node: Any = merged
     parts = key.split(".")
     i = 0
