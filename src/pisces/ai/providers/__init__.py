@@ -35,6 +35,11 @@ def known_apis() -> list[str]:
     return list(_MODULES)
 
 
+def is_served(api: str) -> bool:
+    """Whether pisces has a provider module for ``api`` (nothing is imported)."""
+    return api in _MODULES
+
+
 def register_provider(api: str, module: str) -> None:
     """Register (or replace) the module that serves ``api``."""
     _MODULES[api] = module
