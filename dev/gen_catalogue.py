@@ -99,7 +99,7 @@ def serialize(cat: dict) -> bytes:
     head_len = 0
     while True:
         at, index = head_len, {}
-        for (name, conf), line in zip(cat["providers"].items(), lines):
+        for (name, conf), line in zip(cat["providers"].items(), lines, strict=True):
             index[name] = {k: v for k, v in conf.items() if k != "models"} | {"at": at, "len": len(line)}
             at += len(line)
         head = _line({"source": cat["source"], "providers": index})

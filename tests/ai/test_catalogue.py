@@ -125,7 +125,7 @@ async def test_every_catalogue_api_is_served_or_refused_clearly():
 
     apis = {m.api for m in catalogue.all_models()}
     assert apis <= set(known_apis()) | set(NOT_IMPLEMENTED)
-    bedrock = catalogue.models("amazon-bedrock")[0]
-    events = [e async for e in stream(bedrock, Context(messages=[UserMessage(content="hi")]), StreamOptions())]
+    codex = catalogue.models("openai-codex")[0]
+    events = [e async for e in stream(codex, Context(messages=[UserMessage(content="hi")]), StreamOptions())]
     assert events[-1].error.errorMessage.startswith(
-        "The Amazon Bedrock (Converse stream) API ('bedrock-converse-stream') is not implemented in pisces yet")
+        "The OpenAI Codex (ChatGPT subscription) API ('openai-codex-responses') is not implemented in pisces yet")

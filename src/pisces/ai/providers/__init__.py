@@ -19,13 +19,13 @@ _MODULES: dict[str, str] = {
     "google-generative-ai": "pisces.ai.providers.google",
     "azure-openai-responses": "pisces.ai.providers.azure_openai",
     "mistral-conversations": "pisces.ai.providers.mistral",
+    "bedrock-converse-stream": "pisces.ai.providers.bedrock",
     "faux": "pisces.ai.providers.faux",
 }
 _loaded: dict[str, ModuleType] = {}
 
 # APIs of pi's catalogue that pisces does not speak yet: their models are listed, and a request says so.
 NOT_IMPLEMENTED: dict[str, str] = {
-    "bedrock-converse-stream": "Amazon Bedrock (Converse stream)",
     "google-vertex": "Google Vertex AI",
     "openai-codex-responses": "OpenAI Codex (ChatGPT subscription)",
 }
@@ -68,6 +68,7 @@ SDK_MODULES: dict[str, str] = {
     "google-generative-ai": "google.genai",
     "azure-openai-responses": "openai",
     "mistral-conversations": "openai",
+    "bedrock-converse-stream": "boto3",
 }
 
 

@@ -5,6 +5,8 @@ Lookup order for a provider:
   2. the provider's environment variables (``PROVIDER_ENV_KEYS``; an empty variable counts as unset);
   3. ``<agentDir>/auth.json`` in pi's format, ``{"<provider>": {"type": "api_key", "key": "..."}}``;
   4. the provider's ``apiKey`` in models.json.
+  5. credentials that are not a key (``pisces.core.config.ambient``): the AWS chain for Bedrock, Google's
+     application default credentials for Vertex (the key is then pi's marker ``<authenticated>``).
 Values from auth.json and models.json go through ``resolve_config_value`` (``!command``, an environment
 variable's name, or the literal). pi itself reads auth.json before the environment; pisces lets the
 environment win, as DESIGN.md §4 says. The faux provider needs no key.
@@ -20,6 +22,7 @@ from typing import Any
 
 from pisces.ai.models import PROVIDER_ENV_KEYS, resolve_config_value
 from pisces.core.config import paths
+from pisces.core.config.ambient import AMBIENT_MARKER, ambient_source
 from pisces.core.safe_open import CONFIG_MAX_BYTES, read_text
 
 FAUX_PROVIDER = "faux"
@@ -117,6 +120,9 @@ class AuthStorage:
         key = resolve_value(self.models_json_keys.get(provider))
         if key:
             return key, "models.json"
+        ambient = ambient_source(provider)  # the AWS chain, Google's application default credentials
+        if ambient:
+            return AMBIENT_MARKER, ambient
         return None, None
 
     def has_auth(self, provider: str) -> bool:

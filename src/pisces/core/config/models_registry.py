@@ -102,7 +102,7 @@ def _match_model(pattern: str, models: list[Model], rank: Callable[[Model], int]
     if rank is not None:  # e.g. models with a key first (pisces' rule, not pi's: see resolve_cli_model)
         ranks = [rank(m) for m in hits]
         best = max(ranks)
-        hits = [m for m, r in zip(hits, ranks) if r == best]
+        hits = [m for m, r in zip(hits, ranks, strict=True) if r == best]
     aliases = [m for m in hits if _is_alias(m.id)]
     pool = aliases or hits
     # The highest-sorting id wins: the newest alias, or the latest dated version.
