@@ -20,13 +20,13 @@ _MODULES: dict[str, str] = {
     "azure-openai-responses": "pisces.ai.providers.azure_openai",
     "mistral-conversations": "pisces.ai.providers.mistral",
     "bedrock-converse-stream": "pisces.ai.providers.bedrock",
+    "google-vertex": "pisces.ai.providers.vertex",
     "faux": "pisces.ai.providers.faux",
 }
 _loaded: dict[str, ModuleType] = {}
 
 # APIs of pi's catalogue that pisces does not speak yet: their models are listed, and a request says so.
 NOT_IMPLEMENTED: dict[str, str] = {
-    "google-vertex": "Google Vertex AI",
     "openai-codex-responses": "OpenAI Codex (ChatGPT subscription)",
 }
 
@@ -69,6 +69,7 @@ SDK_MODULES: dict[str, str] = {
     "azure-openai-responses": "openai",
     "mistral-conversations": "openai",
     "bedrock-converse-stream": "boto3",
+    "google-vertex": "google.genai",
 }
 
 
