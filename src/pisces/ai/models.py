@@ -82,6 +82,11 @@ PROVIDER_ENV_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Providers with a subscription login (``pisces login``; the flows are pisces.core.config.oauth_*): named here so
+# that the no-key messages of every layer can point to the login.
+LOGIN_PROVIDERS: tuple[str, ...] = ("github-copilot", "openai-codex")
+
+
 # ---------------------------------------------------------------------------------------------
 # Cost
 # ---------------------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 Lookup order for a provider:
   1. an explicit override (``--api-key``, bound to the selected model's provider);
   2. the provider's environment variables (``PROVIDER_ENV_KEYS``; an empty variable counts as unset);
-  3. ``<agentDir>/auth.json`` in pi's format, ``{"<provider>": {"type": "api_key", "key": "..."}}``;
+  3. ``<agentDir>/auth.json`` in pi's format, ``{"<provider>": {"type": "api_key", "key": "..."}}``, or a
+     subscription login's ``{"type": "oauth", "access": ..., "refresh": ..., "expires": ...}`` (refreshed before
+     it expires, see ``pisces.core.config.oauth``);
   4. the provider's ``apiKey`` in models.json.
   5. credentials that are not a key (``pisces.core.config.ambient``): the AWS chain for Bedrock, Google's
      application default credentials for Vertex (the key is then pi's marker ``<authenticated>``).
@@ -20,7 +22,7 @@ import subprocess
 import sys
 from typing import Any
 
-from pisces.ai.models import PROVIDER_ENV_KEYS, resolve_config_value
+from pisces.ai.models import LOGIN_PROVIDERS, PROVIDER_ENV_KEYS, resolve_config_value
 from pisces.core.config import paths
 from pisces.core.config.ambient import AMBIENT_MARKER, ambient_source
 from pisces.core.safe_open import CONFIG_MAX_BYTES, read_text
@@ -93,7 +95,18 @@ class AuthStorage:
         cred = self._data.get(provider)
         if isinstance(cred, dict) and cred.get("type") == "api_key":
             return resolve_value(cred.get("key"))
+        if isinstance(cred, dict) and cred.get("type") == "oauth":  # a subscription login (pisces login)
+            from pisces.core.config.oauth import access_token  # noqa: PLC0415 - only for a stored login
+
+            token = access_token(self.auth_path, provider, cred)
+            if token is not None and token != cred.get("access"):
+                self.reload()  # refreshed and saved: keep the new entry
+            return token
         return None
+
+    def oauth_entry(self, provider: str) -> dict[str, Any] | None:
+        cred = self._data.get(provider)
+        return cred if isinstance(cred, dict) and cred.get("type") == "oauth" else None
 
     def get_api_key(self, provider: str) -> str | None:
         """The key to use for ``provider``, or None when none is configured."""
@@ -137,9 +150,12 @@ def missing_key_message(provider: str, agent_dir: str | None = None) -> str:
     auth_path = paths.display_path(os.path.join(agent_dir if agent_dir is not None else paths.agent_dir(),
                                                 "auth.json"))
     names = PROVIDER_ENV_KEYS.get(provider, ())
+    login = f", or run `pisces login {provider}`" if provider in LOGIN_PROVIDERS else ""
     if names:
         env = names[0] if len(names) == 1 else f"{names[0]} (or {', '.join(names[1:])})"
-        return f"No API key for provider {provider}: set {env} or add it to {auth_path}"
+        return f"No API key for provider {provider}: set {env} or add it to {auth_path}{login}"
+    if login:
+        return f"No credentials for provider {provider}: run `pisces login {provider}`"
     models_path = os.path.join(os.path.dirname(auth_path), "models.json")
     return (f"No API key for provider {provider}: add it to {auth_path} "
             f"or give the provider an apiKey in {models_path}")
@@ -161,9 +177,12 @@ def no_api_key_error(model: Any, registry: Any, docs: str | None = None) -> str:
     else:
         head = f"No API key found for the selected model ({provider}/{model.id})."
         names = PROVIDER_ENV_KEYS.get(provider, ())
+        login = f" or log in with `pisces login {provider}`" if provider in LOGIN_PROVIDERS else ""
         if names:
             env = names[0] if len(names) == 1 else f"{names[0]} (or {', '.join(names[1:])})"
-            fix = f"Set {env}, or add the key for {provider} to {auth}."
+            fix = f"Set {env}, add the key for {provider} to {auth}{',' if login else ''}{login}."
+        elif login:
+            fix = f"Log in with `pisces login {provider}` (a subscription login; there is no key variable)."
         else:
             models_json = os.path.join(os.path.dirname(auth), "models.json")
             fix = f"Add the key for {provider} to {auth}, or give the provider an apiKey in {models_json}."

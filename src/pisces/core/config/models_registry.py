@@ -282,6 +282,14 @@ class ModelRegistry:
 
         conf = self.provider_configs.get(provider)
         models = [_apply_overrides(m, conf) for m in catalogue.models(provider)]
+        login = self.auth.oauth_entry(provider) if provider == "github-copilot" else None
+        if login and not (conf or {}).get("baseUrl"):  # a Copilot login names its API host in the token (pi)
+            from pisces.core.config.oauth_copilot import base_url_from_token  # noqa: PLC0415 - a login only
+
+            enterprise = login.get("enterpriseUrl")
+            base = base_url_from_token(str(login.get("access") or ""), enterprise if isinstance(enterprise, str)
+                                       else None)
+            models = [msgspec.structs.replace(m, baseUrl=base) for m in models]
         index = {m.id: i for i, m in enumerate(models)}
         for cm in self._custom:
             if cm.provider == provider and cm.id in index:
