@@ -118,14 +118,8 @@ def test_generator_output_matches_the_package():
     assert gen_catalogue.build(data, "0.73.1") == catalogue.raw()
 
 
-async def test_every_catalogue_api_is_served_or_refused_clearly():
+def test_every_catalogue_api_is_served():
     from pisces.ai.providers import NOT_IMPLEMENTED, known_apis
-    from pisces.ai.stream import stream
-    from pisces.ai.types import Context, StreamOptions, UserMessage
 
     apis = {m.api for m in catalogue.all_models()}
-    assert apis <= set(known_apis()) | set(NOT_IMPLEMENTED)
-    codex = catalogue.models("openai-codex")[0]
-    events = [e async for e in stream(codex, Context(messages=[UserMessage(content="hi")]), StreamOptions())]
-    assert events[-1].error.errorMessage.startswith(
-        "The OpenAI Codex (ChatGPT subscription) API ('openai-codex-responses') is not implemented in pisces yet")
+    assert apis <= set(known_apis()) and NOT_IMPLEMENTED == {}

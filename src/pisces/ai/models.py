@@ -12,7 +12,7 @@ from pisces.ai.types import THINKING_LEVELS, Model, ModelCost, Usage, num
 
 KNOWN_APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai",
               "azure-openai-responses", "mistral-conversations", "bedrock-converse-stream", "google-vertex",
-              "faux")
+              "openai-codex-responses", "faux")
 
 
 def builtin_models() -> list[Model]:

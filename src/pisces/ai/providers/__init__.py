@@ -21,14 +21,13 @@ _MODULES: dict[str, str] = {
     "mistral-conversations": "pisces.ai.providers.mistral",
     "bedrock-converse-stream": "pisces.ai.providers.bedrock",
     "google-vertex": "pisces.ai.providers.vertex",
+    "openai-codex-responses": "pisces.ai.providers.openai_codex",
     "faux": "pisces.ai.providers.faux",
 }
 _loaded: dict[str, ModuleType] = {}
 
 # APIs of pi's catalogue that pisces does not speak yet: their models are listed, and a request says so.
-NOT_IMPLEMENTED: dict[str, str] = {
-    "openai-codex-responses": "OpenAI Codex (ChatGPT subscription)",
-}
+NOT_IMPLEMENTED: dict[str, str] = {}
 
 
 def known_apis() -> list[str]:
@@ -70,6 +69,7 @@ SDK_MODULES: dict[str, str] = {
     "mistral-conversations": "openai",
     "bedrock-converse-stream": "boto3",
     "google-vertex": "google.genai",
+    "openai-codex-responses": "openai",
 }
 
 
