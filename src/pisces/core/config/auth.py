@@ -7,7 +7,7 @@ Lookup order for a provider:
      subscription login's ``{"type": "oauth", "access": ..., "refresh": ..., "expires": ...}`` (refreshed before
      it expires, see ``pisces.core.config.oauth``);
   4. the provider's ``apiKey`` in models.json.
-  5. credentials that are not a key (``pisces.core.config.ambient``): the AWS chain for Bedrock, Google's
+  5. credentials that are not a key (``ambient_source`` below): the AWS chain for Bedrock, Google's
      application default credentials for Vertex (the key is then pi's marker ``<authenticated>``).
 Values from auth.json and models.json go through ``resolve_config_value`` (``!command``, an environment
 variable's name, or the literal). pi itself reads auth.json before the environment; pisces lets the
@@ -24,8 +24,44 @@ from typing import Any
 
 from pisces.ai.models import LOGIN_PROVIDERS, PROVIDER_ENV_KEYS, resolve_config_value
 from pisces.core.config import paths
-from pisces.core.config.ambient import AMBIENT_MARKER, ambient_source
 from pisces.core.safe_open import CONFIG_MAX_BYTES, read_text
+
+# ---------------------------------------------------------------------------------------------
+# Credentials that are not a key (pi's rules, ``getEnvApiKey``): a provider counts as having credentials when
+# - ``amazon-bedrock``: ``AWS_PROFILE``, or ``AWS_ACCESS_KEY_ID`` with ``AWS_SECRET_ACCESS_KEY``, or
+#   ``AWS_BEARER_TOKEN_BEDROCK``, ``AWS_CONTAINER_CREDENTIALS_RELATIVE_URI``/``_FULL_URI`` or
+#   ``AWS_WEB_IDENTITY_TOKEN_FILE`` is set (plus ``AWS_BEDROCK_SKIP_AUTH=1``, pi's switch for a proxy);
+# - ``google-vertex``: an application default credentials file exists (``GOOGLE_APPLICATION_CREDENTIALS``, else
+#   ``~/.config/gcloud/application_default_credentials.json``) and ``GOOGLE_CLOUD_PROJECT`` (or
+#   ``GCLOUD_PROJECT``) and ``GOOGLE_CLOUD_LOCATION`` are set.
+# Only the environment and one ``stat`` are looked at: nothing is imported, no network is used.
+# ---------------------------------------------------------------------------------------------
+AMBIENT_MARKER = "<authenticated>"  # pi's placeholder key: the SDK finds the real credentials itself
+
+_AWS_SINGLE = ("AWS_PROFILE", "AWS_BEARER_TOKEN_BEDROCK", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+               "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_WEB_IDENTITY_TOKEN_FILE")
+
+
+def ambient_source(provider: str) -> str | None:
+    """Where the provider's credentials come from (``env:AWS_PROFILE``, ``adc:<path>``), or None."""
+    env = os.environ
+    if provider == "amazon-bedrock":
+        if env.get("AWS_BEDROCK_SKIP_AUTH") == "1":
+            return "env:AWS_BEDROCK_SKIP_AUTH"
+        if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
+            return "env:AWS_ACCESS_KEY_ID"
+        for name in _AWS_SINGLE:
+            if env.get(name):
+                return f"env:{name}"
+        return None
+    if provider == "google-vertex":
+        if not ((env.get("GOOGLE_CLOUD_PROJECT") or env.get("GCLOUD_PROJECT")) and env.get("GOOGLE_CLOUD_LOCATION")):
+            return None
+        path = env.get("GOOGLE_APPLICATION_CREDENTIALS") or os.path.join(
+            os.path.expanduser("~"), ".config", "gcloud", "application_default_credentials.json")
+        return f"adc:{path}" if os.path.isfile(path) else None
+    return None
+
 
 FAUX_PROVIDER = "faux"
 FAUX_API_KEY = "faux"  # placeholder handed to the faux provider, which ignores it
