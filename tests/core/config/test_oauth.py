@@ -266,3 +266,12 @@ def test_no_key_messages_name_the_variable_and_the_login(tmp_path):
     from pisces.ai.providers._shared import missing_key_message as ai_message
 
     assert "pisces login openai-codex" in ai_message("openai-codex")
+
+
+def test_has_auth_never_refreshes(github, tmp_path):
+    path = _auth_path(tmp_path)
+    oauth.save_credentials(path, "github-copilot", {"refresh": "gho_github_token", "access": "old", "expires": 0})
+    auth = AuthStorage(str(tmp_path / "agent"))
+    assert auth.has_auth("github-copilot") and auth.key_source("github-copilot") == "auth.json"
+    assert github.exchanges == 0  # no request to the token endpoint for the question
+    assert auth.get_api_key("github-copilot").endswith("n=1") and github.exchanges == 1

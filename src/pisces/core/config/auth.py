@@ -127,11 +127,14 @@ class AuthStorage:
         """Use ``key`` for ``provider`` ahead of every other source (``--api-key``)."""
         self.overrides[provider] = key
 
-    def _auth_json_key(self, provider: str) -> str | None:
+    def _auth_json_key(self, provider: str, refresh: bool = True) -> str | None:
         cred = self._data.get(provider)
         if isinstance(cred, dict) and cred.get("type") == "api_key":
             return resolve_value(cred.get("key"))
         if isinstance(cred, dict) and cred.get("type") == "oauth":  # a subscription login (pisces login)
+            if not refresh:  # asking whether there is one: no network
+                access = cred.get("access")
+                return access if isinstance(access, str) and access else None
             from pisces.core.config.oauth import access_token  # noqa: PLC0415 - only for a stored login
 
             token = access_token(self.auth_path, provider, cred)
@@ -151,9 +154,11 @@ class AuthStorage:
     def key_source(self, provider: str) -> str | None:
         """Where the key would come from: "override", "env:<NAME>", "auth.json", "models.json", "none
         needed" (faux), or None."""
-        return self.lookup(provider)[1]
+        return self.lookup(provider, refresh=False)[1]
 
-    def lookup(self, provider: str) -> tuple[str | None, str | None]:
+    def lookup(self, provider: str, *, refresh: bool = True) -> tuple[str | None, str | None]:
+        """(key, where it came from). ``refresh=False`` hands out a stored login's token as it is, without
+        refreshing it (for questions such as ``has_auth``: no network)."""
         if provider == FAUX_PROVIDER:
             return FAUX_API_KEY, "none needed"
         key = self.overrides.get(provider)
@@ -163,7 +168,7 @@ class AuthStorage:
             value = os.environ.get(name)
             if value:
                 return value, f"env:{name}"
-        key = self._auth_json_key(provider)
+        key = self._auth_json_key(provider, refresh)
         if key:
             return key, "auth.json"
         key = resolve_value(self.models_json_keys.get(provider))
@@ -175,7 +180,7 @@ class AuthStorage:
         return None, None
 
     def has_auth(self, provider: str) -> bool:
-        return self.get_api_key(provider) is not None
+        return self.lookup(provider, refresh=False)[0] is not None
 
 
 # ---------------------------------------------------------------------------------------------
