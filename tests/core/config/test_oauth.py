@@ -275,3 +275,32 @@ def test_has_auth_never_refreshes(github, tmp_path):
     assert auth.has_auth("github-copilot") and auth.key_source("github-copilot") == "auth.json"
     assert github.exchanges == 0  # no request to the token endpoint for the question
     assert auth.get_api_key("github-copilot").endswith("n=1") and github.exchanges == 1
+
+
+async def test_tui_login_and_logout_commands(github, tmp_path, monkeypatch):
+    import asyncio
+
+    from pisces.modes.tui.login import run
+
+    agent = tmp_path / "agent"
+    monkeypatch.setenv("PISCES_CODING_AGENT_DIR", str(agent))
+    github.polls = []
+    notes: list[str] = []
+
+    class App:
+        done = asyncio.Event()
+        transcript = type("T", (), {"note": staticmethod(lambda text, *codes: notes.append(text))})()
+
+        def schedule(self) -> None:
+            pass
+
+    auth = AuthStorage(str(agent))  # a host that read auth.json before the login
+    assert auth.get_api_key("github-copilot") is None
+    await run(App(), "/login", "github-copilot")
+    await asyncio.sleep(0)  # the notes posted from the flow's thread
+    assert "Enter code: ABCD-1234" in notes and any(n.startswith("logged in to GitHub Copilot") for n in notes)
+    assert auth.get_api_key("github-copilot").startswith(PROXY_TOKEN)  # re-read once the file changed
+    await run(App(), "/logout", "github-copilot")
+    assert notes[-1] == "logged out of github-copilot" and auth.get_api_key("github-copilot") is None
+    await run(App(), "/login", "anthropic")
+    assert "no login for 'anthropic'" in notes[-1]

@@ -118,7 +118,15 @@ class AuthStorage:
         self._data: dict[str, Any] = {}
         self.reload()
 
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.auth_path)
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
     def reload(self) -> None:
+        self._loaded_stamp = self._stamp()
         self._data, self.load_error = load_auth_json(self.auth_path)
         if self.load_error:
             print(f"Warning: {self.load_error}", file=sys.stderr, flush=True)
@@ -158,7 +166,10 @@ class AuthStorage:
 
     def lookup(self, provider: str, *, refresh: bool = True) -> tuple[str | None, str | None]:
         """(key, where it came from). ``refresh=False`` hands out a stored login's token as it is, without
-        refreshing it (for questions such as ``has_auth``: no network)."""
+        refreshing it (for questions such as ``has_auth``: no network). auth.json is read again when it
+        changed since it was read (a ``pisces login`` or ``/login`` in another process: one ``stat``)."""
+        if self._stamp() != self._loaded_stamp:
+            self.reload()
         if provider == FAUX_PROVIDER:
             return FAUX_API_KEY, "none needed"
         key = self.overrides.get(provider)

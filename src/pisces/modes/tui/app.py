@@ -38,6 +38,8 @@ COMMANDS = {
     "/resume": "pick another session of this directory",
     "/fork": "a new session from an earlier message",
     "/reload": "reload extensions, skills, prompts",
+    "/login": "log in to a subscription (/login github-copilot, /login openai-codex)",
+    "/logout": "remove a provider's login (/logout github-copilot)",
     "/hotkeys": "show the keys",
     "/quit": "leave",
 }
