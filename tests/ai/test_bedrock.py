@@ -10,9 +10,9 @@ import sys
 
 import msgspec
 import pytest
-from eventstream import CONTENT_TYPE, event, exception
 from provider_helpers import collect, context_factory, final, kinds
 
+from eventstream import CONTENT_TYPE, event, exception
 from pisces.ai import catalogue
 from pisces.ai.models import calculate_cost
 from pisces.ai.providers.bedrock import client_settings
@@ -217,3 +217,35 @@ def test_the_request_is_json_serialisable(bedrock):
     json.dumps(req)
     assert "temperature" not in req["inferenceConfig"]  # not with thinking, as Anthropic requires
     assert build_request(bedrock, ctx(), opts(temperature=0.5))["inferenceConfig"]["temperature"] == 0.5
+
+
+async def test_abort_mid_stream_keeps_the_text(bedrock, server):
+    import time
+
+    from provider_helpers import abort_soon_after_text_deltas
+
+    from pisces.ai.abort import AbortSignal
+    from scripted_server import Stall
+
+    server.push(Reply(status=200, headers={"content-type": CONTENT_TYPE}, chunks=[iter([
+        event("messageStart", {"role": "assistant"}),
+        event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "partial"}}),
+        Stall(60), event("messageStop", {"stopReason": "end_turn"})])]))
+    signal = AbortSignal()
+    t0 = time.monotonic()
+    types, last = await abort_soon_after_text_deltas(bedrock, ctx(), opts(signal=signal), signal)
+    assert time.monotonic() - t0 < 30  # bounds a hang: the event types show the stall was cut short
+    assert types == ["start", "text_start", "text_delta", "text_end", "error"]
+    assert last.reason == "aborted" and last.error.content == [TextContent(text="partial")]
+
+
+async def test_sdk_retries_a_503_when_asked(bedrock, server):
+    server.push(Reply.json(503, {"message": "Service unavailable"},
+                           headers={"x-amzn-errortype": "ServiceUnavailableException"}),
+                stream_reply(event("messageStart", {"role": "assistant"}),
+                             event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "ok"}}),
+                             event("contentBlockStop", {"contentBlockIndex": 0}),
+                             event("messageStop", {"stopReason": "end_turn"}),
+                             event("metadata", {"usage": {"inputTokens": 1, "outputTokens": 1}})))
+    events = await collect(bedrock, ctx(), opts(maxRetries=1))
+    assert kinds(events)[-1] == "done" and final(events).content[0].text == "ok" and len(server.requests) == 2

@@ -22,6 +22,8 @@ import asyncio
 import base64
 import os
 import re
+import socket
+import threading
 from typing import Any, AsyncIterator, cast
 
 from pisces.ai.providers import import_sdk
@@ -337,10 +339,33 @@ class _Parser:
         return [self._end(pos) for pos in sorted(self.blocks.pop(i) for i in list(self.blocks))]
 
 
+def _interrupt(events_stream: Any) -> None:
+    """Stop a read that a worker thread is blocked in (an abort, a stall): shut the socket down, which wakes
+    the blocked ``recv`` at once, then close the stream on another thread. Closing it here would wait: the
+    reader holds the buffered socket file's lock until its read returns (a stalled server: for minutes)."""
+    raw = getattr(events_stream, "_raw_stream", None)
+    conn = getattr(raw, "_connection", None) or getattr(raw, "connection", None)
+    sock = getattr(conn, "sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    threading.Thread(target=_close_quietly, args=(events_stream,), daemon=True).start()
+
+
+def _close_quietly(events_stream: Any) -> None:
+    try:
+        events_stream.close()
+    except Exception:  # noqa: BLE001 - already closed or broken; nothing to do
+        pass
+
+
 async def stream(model: Model, context: Context, options: StreamOptions) -> AsyncIterator[Any]:
     out = new_output(model)
     yield StartEvent(partial=out)
     events_stream: Any = None
+    reading = False  # a worker thread is inside the event stream's next()
     error: str | None = None
     parser = _Parser(model, out)
     try:
@@ -350,7 +375,9 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
         events_stream = response["stream"]
         it = iter(events_stream)
         while True:
+            reading = True
             item = await asyncio.to_thread(next, it, _END)
+            reading = False
             if item is _END:
                 break
             for ev in parser.feed(cast("dict[str, Any]", item)):
@@ -365,10 +392,10 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
         error = _describe(exc)
     finally:
         if events_stream is not None:
-            try:
-                events_stream.close()
-            except Exception:  # noqa: BLE001 - already closed or broken; nothing to do
-                pass
+            if reading:  # cancelled (an abort, a stall) while a worker thread waits on the socket
+                _interrupt(events_stream)
+            else:
+                _close_quietly(events_stream)
     if error is not None:
         out.stopReason = "error"
         out.errorMessage = error
