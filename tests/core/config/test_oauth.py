@@ -304,3 +304,19 @@ async def test_tui_login_and_logout_commands(github, tmp_path, monkeypatch):
     assert notes[-1] == "logged out of github-copilot" and auth.get_api_key("github-copilot") is None
     await run(App(), "/login", "anthropic")
     assert "no login for 'anthropic'" in notes[-1]
+
+
+def test_list_models_key_column_names_the_login_and_never_refreshes(github, tmp_path, monkeypatch):
+    from pisces.modes.list_models import key_status
+
+    for name in ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "AWS_PROFILE", "AWS_ACCESS_KEY_ID",
+                 "AWS_BEARER_TOKEN_BEDROCK"):
+        monkeypatch.delenv(name, raising=False)
+    agent = tmp_path / "agent"
+    reg = ModelRegistry(str(agent))
+    assert key_status(reg, "openai-codex") == "missing: pisces login openai-codex"
+    assert key_status(reg, "github-copilot") == "missing: set COPILOT_GITHUB_TOKEN or pisces login github-copilot"
+    assert key_status(reg, "amazon-bedrock").startswith("missing: AWS credentials")
+    oauth.save_credentials(str(agent / "auth.json"), "github-copilot",
+                           {"refresh": "gho_github_token", "access": "stale", "expires": 0})
+    assert key_status(reg, "github-copilot") == "auth.json" and github.exchanges == 0
