@@ -320,3 +320,13 @@ def test_list_models_key_column_names_the_login_and_never_refreshes(github, tmp_
     oauth.save_credentials(str(agent / "auth.json"), "github-copilot",
                            {"refresh": "gho_github_token", "access": "stale", "expires": 0})
     assert key_status(reg, "github-copilot") == "auth.json" and github.exchanges == 0
+
+
+def test_a_refresh_made_by_another_process_is_used_not_repeated(github, tmp_path):
+    path = _auth_path(tmp_path)
+    stale = {"type": "oauth", "refresh": "gho_github_token", "access": "old", "expires": 0}
+    oauth.save_credentials(path, "github-copilot", {"refresh": "gho_github_token", "access": "new-by-other",
+                                                    "expires": oauth.now_ms() + 3_600_000})
+    calls = []
+    token = oauth.access_token(path, "github-copilot", stale, refresh=lambda e: calls.append(e) or {})
+    assert token == "new-by-other" and calls == []

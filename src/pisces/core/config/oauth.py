@@ -152,23 +152,41 @@ def remove_credentials(path: str, provider: str) -> bool:
     return bool(found and found[0])
 
 
-def access_token(path: str, provider: str, entry: dict[str, Any],
-                 refresh: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> str | None:
-    """The entry's access token, refreshed first when it expires within ``REFRESH_MARGIN_MS`` (the new
-    tokens are saved). None when it cannot be refreshed."""
+def _fresh(entry: Any) -> str | None:
+    if not isinstance(entry, dict) or entry.get("type", "oauth") != "oauth":
+        return None
     access, expires = entry.get("access"), entry.get("expires")
     if isinstance(access, str) and access and isinstance(expires, (int, float)) and \
             expires - now_ms() > REFRESH_MARGIN_MS:
         return access
+    return None
+
+
+def access_token(path: str, provider: str, entry: dict[str, Any],
+                 refresh: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> str | None:
+    """The entry's access token, refreshed first when it expires within ``REFRESH_MARGIN_MS`` (the new
+    tokens are saved). The refresh happens under the agent directory's lock, after reading the file again:
+    when another process refreshed meanwhile its token is used, and a rotating refresh token is never spent
+    twice. None when it cannot be refreshed."""
+    token = _fresh(entry)
+    if token is not None:
+        return token
     if refresh is None:
         prov = providers().get(provider)
         if prov is None:
             return None
         refresh = prov.refresh
     try:
-        fresh = refresh(entry)
-    except OAuthError:
+        with FileLock(path + ".lock", timeout=30):
+            data = _read(path)
+            current = data.get(provider)
+            token = _fresh(current)
+            if token is not None:
+                return token
+            fields = refresh(current if isinstance(current, dict) and current.get("type") == "oauth" else entry)
+            data[provider] = {"type": "oauth", **fields}
+            write_atomic(path, (json.dumps(data, indent=2) + "\n").encode(), mode=0o600)
+    except (OAuthError, OSError):
         return None
-    save_credentials(path, provider, fresh)
-    token = fresh.get("access")
+    token = fields.get("access")
     return token if isinstance(token, str) and token else None
