@@ -330,3 +330,9 @@ def test_a_refresh_made_by_another_process_is_used_not_repeated(github, tmp_path
     calls = []
     token = oauth.access_token(path, "github-copilot", stale, refresh=lambda e: calls.append(e) or {})
     assert token == "new-by-other" and calls == []
+
+
+def test_the_login_table_matches_the_flows():
+    from pisces.ai.models import LOGIN_PROVIDERS
+
+    assert tuple(oauth.providers()) == LOGIN_PROVIDERS
