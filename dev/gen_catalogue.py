@@ -7,7 +7,9 @@ fetches that package with ``npm pack`` (or reads an unpacked one given with ``--
 to print the list and the key variables as JSON (the facts: ids, names, prices, windows, base URLs, compat
 flags; none of pi's code is copied), and writes:
 
-- ``src/pisces/ai/catalogue.json``: one compact JSON object, read on first use by ``pisces.ai.catalogue``;
+- ``src/pisces/ai/catalogue.jsonl``: JSON lines, read on first use by ``pisces.ai.catalogue``: line 1 is the index
+  (source, and per provider its api, base URL, key variables and the byte offset and length of its line), then
+  one line per provider holding its models, so that finding one model reads the index and one line;
 - ``tests/ai/data/pi_model_ids.txt``: ``provider/id`` per line, what the catalogue test compares against.
 
 Needs ``npm`` and ``node`` on PATH (only for this script; pisces itself never runs node).
@@ -23,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "src" / "pisces" / "ai" / "catalogue.json"
+OUT = ROOT / "src" / "pisces" / "ai" / "catalogue.jsonl"
 IDS = ROOT / "tests" / "ai" / "data" / "pi_model_ids.txt"
 PACKAGE = "@mariozechner/pi-ai"
 
@@ -86,6 +88,26 @@ def build(data: dict, version: str) -> dict:
     return {"source": f"{PACKAGE}@{version} (models.generated.js, from models.dev)", "providers": providers}
 
 
+def _line(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def serialize(cat: dict) -> bytes:
+    """The file: the index line, then one line of models per provider (offsets count from the file's start,
+    so the index's own length, which holds them, is found by a fixed point: offsets change its width)."""
+    lines = [_line(conf["models"]) for conf in cat["providers"].values()]
+    head_len = 0
+    while True:
+        at, index = head_len, {}
+        for (name, conf), line in zip(cat["providers"].items(), lines, strict=True):
+            index[name] = {k: v for k, v in conf.items() if k != "models"} | {"at": at, "len": len(line)}
+            at += len(line)
+        head = _line({"source": cat["source"], "providers": index})
+        if len(head) == head_len:
+            return head + b"".join(lines)
+        head_len = len(head)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--version", default="0.73.1")
@@ -95,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         pkg = Path(args.package_dir) if args.package_dir else _fetch(args.version, tmp)
         data = _dump((pkg / "dist").resolve())
     cat = build(data, args.version)
-    OUT.write_text(json.dumps(cat, separators=(",", ":"), ensure_ascii=False) + "\n")
+    OUT.write_bytes(serialize(cat))
     IDS.parent.mkdir(parents=True, exist_ok=True)
     ids = sorted(f"{p}/{m['id']}" for p, conf in cat["providers"].items() for m in conf["models"])
     IDS.write_text(f"# {PACKAGE}@{args.version}: provider/id of every model (dev/gen_catalogue.py)\n"

@@ -231,6 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pisces.modes.web.devices_cli import run_web_cli  # noqa: PLC0415 - only the chosen mode is imported
 
         return run_web_cli(words[1:])
+    if words[:1] in (["login"], ["logout"]):  # subscription logins (docs/providers.md)
+        from pisces.modes.login_cli import run_login, run_logout  # noqa: PLC0415 - only the chosen mode is imported
+
+        return (run_login if words[0] == "login" else run_logout)(words[1:])
     if words[:1] == ["attach"]:  # the terminal UI on a session served by --mode web (docs/tui.md)
         from pisces.modes.tui.attach import run_attach  # noqa: PLC0415 - only the chosen mode is imported
 

@@ -1,10 +1,11 @@
-"""The built-in catalogue holds pi 0.73.1's providers and models (tests/ai/data/pi_model_ids.txt, written by
-dev/gen_catalogue.py from the npm package; when ``npm`` and ``node`` can fetch the package, it is compared
-directly too), is read only on first use, and its facts reach the Model objects."""
+"""The built-in catalogue holds pi 0.73.1's providers and models (tests/ai/data/pi_model_ids.txt, the vendored
+snapshot written by dev/gen_catalogue.py from the npm package), is read only on first use, and its facts reach
+the Model objects. The comparison with the package itself contacts the npm registry, so it runs only when
+asked for (``PISCES_TEST_NPM=1``), never in the ordinary suite."""
 
 from __future__ import annotations
 
-import json
+import os
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pisces.ai import catalogue
-from pisces.ai.models import PROVIDER_ENV_KEYS, calculate_cost
+from pisces.ai.models import CATALOGUE_PROVIDERS, PROVIDER_ENV_KEYS, calculate_cost
 from pisces.ai.types import Usage
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,6 +83,23 @@ def test_finding_one_model_decodes_one_provider():
     assert out.stdout.strip() == "llama-3.3-70b-versatile ['groq']"
 
 
+def test_provider_table_matches_the_catalogue():
+    assert list(CATALOGUE_PROVIDERS) == catalogue.provider_names()
+
+
+def test_the_file_is_what_the_generator_writes():
+    sys.path.insert(0, str(ROOT / "dev"))
+    try:
+        import gen_catalogue
+    finally:
+        sys.path.remove(str(ROOT / "dev"))
+    raw = catalogue.raw()
+    assert gen_catalogue.serialize(raw) == Path(catalogue.PATH).read_bytes()
+    ids = sorted(f"{p}/{m['id']}" for p, conf in raw["providers"].items() for m in conf["models"])
+    assert ids == sorted(_pi_ids())
+
+
+@pytest.mark.skipif(os.environ.get("PISCES_TEST_NPM") != "1", reason="contacts the npm registry: PISCES_TEST_NPM=1")
 @pytest.mark.skipif(not (shutil.which("npm") and shutil.which("node")), reason="needs npm and node")
 def test_generator_output_matches_the_package():
     """Regenerate from the real package (when the registry is reachable) and compare with the committed file."""
@@ -97,18 +115,11 @@ def test_generator_output_matches_the_package():
         finally:
             sys.path.remove(str(ROOT / "dev"))
         data = gen_catalogue._dump(Path(tmp) / "package" / "dist")
-    committed = json.loads((ROOT / "src" / "pisces" / "ai" / "catalogue.json").read_text())
-    assert gen_catalogue.build(data, "0.73.1") == committed
+    assert gen_catalogue.build(data, "0.73.1") == catalogue.raw()
 
 
-async def test_every_catalogue_api_is_served_or_refused_clearly():
+def test_every_catalogue_api_is_served():
     from pisces.ai.providers import NOT_IMPLEMENTED, known_apis
-    from pisces.ai.stream import stream
-    from pisces.ai.types import Context, StreamOptions, UserMessage
 
     apis = {m.api for m in catalogue.all_models()}
-    assert apis <= set(known_apis()) | set(NOT_IMPLEMENTED)
-    bedrock = catalogue.models("amazon-bedrock")[0]
-    events = [e async for e in stream(bedrock, Context(messages=[UserMessage(content="hi")]), StreamOptions())]
-    assert events[-1].error.errorMessage.startswith(
-        "The Amazon Bedrock (Converse stream) API ('bedrock-converse-stream') is not implemented in pisces yet")
+    assert apis <= set(known_apis()) and NOT_IMPLEMENTED == {}

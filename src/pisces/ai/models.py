@@ -11,7 +11,8 @@ from typing import Any
 from pisces.ai.types import THINKING_LEVELS, Model, ModelCost, Usage, num
 
 KNOWN_APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai",
-              "azure-openai-responses", "mistral-conversations", "faux")
+              "azure-openai-responses", "mistral-conversations", "bedrock-converse-stream", "google-vertex",
+              "openai-codex-responses", "faux")
 
 
 def builtin_models() -> list[Model]:
@@ -34,6 +35,16 @@ FAUX_MODELS: list[Model] = [
     Model(id="faux-reasoning", name="Faux scripted reasoning model", api="faux", provider="faux", baseUrl="",
           reasoning=True, input=["text"], contextWindow=128000, maxTokens=16384),
 ]
+
+# The catalogue's providers in its order (tests/ai/test_catalogue.py checks this against catalogue.jsonl): a
+# table here so that choosing the start-up model (say the faux one) never opens the catalogue.
+CATALOGUE_PROVIDERS: tuple[str, ...] = (
+    "amazon-bedrock", "anthropic", "azure-openai-responses", "cerebras", "cloudflare-ai-gateway",
+    "cloudflare-workers-ai", "deepseek", "fireworks", "github-copilot", "google", "google-vertex", "groq",
+    "huggingface", "kimi-coding", "minimax", "minimax-cn", "mistral", "moonshotai", "moonshotai-cn", "openai",
+    "openai-codex", "opencode", "opencode-go", "openrouter", "vercel-ai-gateway", "xai", "xiaomi",
+    "xiaomi-token-plan-ams", "xiaomi-token-plan-cn", "xiaomi-token-plan-sgp", "zai",
+)
 
 # Environment variables that hold each built-in provider's key, in order of preference.
 # (pi 0.73.1's names; tests/ai/test_catalogue.py checks them against the catalogue. A table here, not read
@@ -69,6 +80,11 @@ PROVIDER_ENV_KEYS: dict[str, tuple[str, ...]] = {
     "xiaomi-token-plan-ams": ("XIAOMI_TOKEN_PLAN_AMS_API_KEY",),
     "xiaomi-token-plan-sgp": ("XIAOMI_TOKEN_PLAN_SGP_API_KEY",),
 }
+
+
+# Providers with a subscription login (``pisces login``; the flows are pisces.core.config.oauth_*): named here so
+# that the no-key messages of every layer can point to the login.
+LOGIN_PROVIDERS: tuple[str, ...] = ("github-copilot", "openai-codex")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,9 +184,7 @@ def _parse_models_config(data: Any) -> tuple[list[Model], dict[str, dict[str, An
     providers = data.get("providers", {})
     if not isinstance(providers, dict):
         raise ModelsConfigError("'providers' must be an object")
-    from pisces.ai import catalogue  # noqa: PLC0415 - read only when models.json has providers
-
-    builtin_providers = set(catalogue.provider_names()) if providers else set()
+    builtin_providers = set(CATALOGUE_PROVIDERS)
     models: list[Model] = []
     configs: dict[str, dict[str, Any]] = {}
     for pname, pconf in providers.items():

@@ -16,7 +16,7 @@ import functools
 import sys
 from typing import Any, Callable
 
-from pisces.ai.models import PROVIDER_ENV_KEYS
+from pisces.ai.models import LOGIN_PROVIDERS, PROVIDER_ENV_KEYS
 from pisces.core.config.models_registry import ModelRegistry
 
 HEADERS = ("provider", "model", "context", "max-out", "thinking", "images", "key")
@@ -34,11 +34,18 @@ def format_tokens(count: int) -> str:
 def key_status(registry: Any, provider: str) -> str:
     if provider == "faux":
         return "none needed"
-    key, source = registry.auth.lookup(provider)
+    key, source = registry.auth.lookup(provider, refresh=False)  # a listing never refreshes a login
     if key:
         return {"override": "--api-key"}.get(source or "", source or "set")
     names = PROVIDER_ENV_KEYS.get(provider)
-    return f"missing: set {names[0]}" if names else "missing: add apiKey in models.json or auth.json"
+    login = f"pisces login {provider}" if provider in LOGIN_PROVIDERS else ""
+    if provider == "amazon-bedrock":
+        return "missing: AWS credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID, AWS_BEARER_TOKEN_BEDROCK, ...)"
+    if provider == "google-vertex":
+        return "missing: set GOOGLE_CLOUD_API_KEY, or ADC with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION"
+    if names:
+        return f"missing: set {names[0]}" + (f" or {login}" if login else "")
+    return f"missing: {login}" if login else "missing: add apiKey in models.json or auth.json"
 
 
 def matches(search: str, text: str) -> bool:

@@ -206,7 +206,9 @@ def test_unknown_model_placeholder():
     ("scripted", "scripted-reasoning", "scripted/scripted-reasoning", None),
     ("scripted", "scripted/scripted-reasoning", "scripted/scripted-reasoning", None),
     ("Scripted", "reasoning", "scripted/scripted-reasoning", None),
-    # partial: the highest alias in localeCompare order wins, over the whole catalogue (pi 0.73.1's data)
+    # partial, no credentials at all: the highest alias in localeCompare order among the models of an API pisces
+    # speaks wins, over the whole catalogue (pi 0.73.1's data; tests/core/config/test_startup_catalogue.py has
+    # the rule that prefers providers with credentials)
     (None, "sonnet", "amazon-bedrock/us.anthropic.claude-sonnet-4-6", None),
     (None, "opus:low", "amazon-bedrock/us.anthropic.claude-opus-4-7", "low"),
     ("anthropic", "sonnet", "anthropic/claude-sonnet-4-6", None),

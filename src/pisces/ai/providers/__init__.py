@@ -19,20 +19,24 @@ _MODULES: dict[str, str] = {
     "google-generative-ai": "pisces.ai.providers.google",
     "azure-openai-responses": "pisces.ai.providers.azure_openai",
     "mistral-conversations": "pisces.ai.providers.mistral",
+    "bedrock-converse-stream": "pisces.ai.providers.bedrock",
+    "google-vertex": "pisces.ai.providers.vertex",
+    "openai-codex-responses": "pisces.ai.providers.openai_codex",
     "faux": "pisces.ai.providers.faux",
 }
 _loaded: dict[str, ModuleType] = {}
 
 # APIs of pi's catalogue that pisces does not speak yet: their models are listed, and a request says so.
-NOT_IMPLEMENTED: dict[str, str] = {
-    "bedrock-converse-stream": "Amazon Bedrock (Converse stream)",
-    "google-vertex": "Google Vertex AI",
-    "openai-codex-responses": "OpenAI Codex (ChatGPT subscription)",
-}
+NOT_IMPLEMENTED: dict[str, str] = {}
 
 
 def known_apis() -> list[str]:
     return list(_MODULES)
+
+
+def is_served(api: str) -> bool:
+    """Whether pisces has a provider module for ``api`` (nothing is imported)."""
+    return api in _MODULES
 
 
 def register_provider(api: str, module: str) -> None:
@@ -63,6 +67,9 @@ SDK_MODULES: dict[str, str] = {
     "google-generative-ai": "google.genai",
     "azure-openai-responses": "openai",
     "mistral-conversations": "openai",
+    "bedrock-converse-stream": "boto3",
+    "google-vertex": "google.genai",
+    "openai-codex-responses": "openai",
 }
 
 

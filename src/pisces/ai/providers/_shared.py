@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import msgspec
 
-from pisces.ai.models import PROVIDER_ENV_KEYS, calculate_cost
+from pisces.ai.models import LOGIN_PROVIDERS, PROVIDER_ENV_KEYS, calculate_cost
 from pisces.ai.providers._limits import ProviderLimitError
 from pisces.ai.types import (
     AssistantMessage,
@@ -194,8 +194,11 @@ def missing_key_message(provider: str) -> str:
         or "~/.pisces/agent"
     auth = os.path.join(agent_dir, "auth.json")
     names = PROVIDER_ENV_KEYS.get(provider, ())
+    login = f", or run `pisces login {provider}`" if provider in LOGIN_PROVIDERS else ""
     if names:
-        return f"No API key for provider {provider}: set {names[0]} or add it to {auth}"
+        return f"No API key for provider {provider}: set {names[0]} or add it to {auth}{login}"
+    if login:
+        return f"No credentials for provider {provider}: run `pisces login {provider}`"
     return (f"No API key for provider {provider}: add it to {auth} "
             f"or give the provider an apiKey in {os.path.join(agent_dir, 'models.json')}")
 

@@ -16,7 +16,7 @@ The helpers ``transform_messages``, ``sanitize``, ``resolve_api_key``, ``missing
 from __future__ import annotations
 
 import os
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 import msgspec
 
@@ -427,12 +427,15 @@ def _describe_error(sdk: Any, exc: BaseException, model: Model) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-async def stream(model: Model, context: Context, options: StreamOptions) -> AsyncIterator[Any]:
+async def stream(model: Model, context: Context, options: StreamOptions, *,
+                 make_client: Callable[[Any], Awaitable[Any]] | None = None) -> AsyncIterator[Any]:
+    """The Messages stream; ``make_client(sdk)`` builds another client (Claude on Vertex: AnthropicVertex),
+    which brings its own credentials (no API key is looked for then)."""
     out = new_output(model)
     # ``start`` waits for the SSE message_start, so the message_start event already carries the input
     # usage, as pi's does.
     started = False
-    api_key = resolve_api_key(model, options)
+    api_key = resolve_api_key(model, options) if make_client is None else "(the client's own credentials)"
     if not api_key:
         yield StartEvent(partial=out)
         out.stopReason = "error"
@@ -446,7 +449,7 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
         sdk = import_sdk("anthropic")
 
         params = await payload_hook(options, build_params(model, context, options))
-        client = _client(sdk, model, api_key, options)
+        client = _client(sdk, model, api_key, options) if make_client is None else await make_client(sdk)
         # Only the core arguments go through the SDK's signature (which changes between SDK versions:
         # 2.x dropped ``temperature``); the rest is sent as-is in the body.
         core = {k: params.pop(k) for k in ("model", "messages", "max_tokens", "stream")}

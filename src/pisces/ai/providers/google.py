@@ -15,7 +15,7 @@ import binascii
 import json
 import re
 import time
-from typing import Any, AsyncIterator, TypeGuard
+from typing import Any, AsyncIterator, Awaitable, Callable, TypeGuard
 
 from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import import_sdk
@@ -401,10 +401,13 @@ def _describe_error(errors: Any, exc: BaseException, model: Model) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-async def stream(model: Model, context: Context, options: StreamOptions) -> AsyncIterator[Any]:
+async def stream(model: Model, context: Context, options: StreamOptions, *,
+                 make_client: Callable[[Any, Any], Awaitable[Any]] | None = None) -> AsyncIterator[Any]:
+    """The Gemini stream; ``make_client(genai, types)`` builds another client (Gemini on Vertex), which
+    brings its own credentials (no API key is looked for then)."""
     out = new_output(model)
     yield StartEvent(partial=out)
-    api_key = resolve_api_key(model, options)
+    api_key = resolve_api_key(model, options) if make_client is None else "(the client's own credentials)"
     if not api_key:
         out.stopReason = "error"
         out.errorMessage = missing_key_message(model.provider)
@@ -417,7 +420,8 @@ async def stream(model: Model, context: Context, options: StreamOptions) -> Asyn
         genai = import_sdk("google.genai")
         errors, types = import_sdk("google.genai.errors"), import_sdk("google.genai.types")
 
-        client = _client(genai, types, model, api_key, options)
+        client = _client(genai, types, model, api_key, options) if make_client is None \
+            else await make_client(genai, types)
         payload = await payload_hook(options, {"model": model.id, "contents": convert_contents(model, context),
                                                "config": build_config(model, context, options)})
         chunks = await client.aio.models.generate_content_stream(

@@ -12,11 +12,12 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import msgspec
 
 from pisces.ai.models import (
+    CATALOGUE_PROVIDERS,
     FAUX_MODELS,
     _parse_models_config,
     parse_models_json,
@@ -90,7 +91,7 @@ def _exact_reference(ref: str, models: list[Model]) -> Model | None:
     return by_id[0] if len(by_id) == 1 else None
 
 
-def _match_model(pattern: str, models: list[Model]) -> Model | None:
+def _match_model(pattern: str, models: list[Model], rank: Callable[[Model], int] | None = None) -> Model | None:
     exact = _exact_reference(pattern, models)
     if exact is not None:
         return exact
@@ -98,6 +99,10 @@ def _match_model(pattern: str, models: list[Model]) -> Model | None:
     hits = [m for m in models if low in m.id.lower() or low in (m.name or "").lower()]
     if not hits:
         return None
+    if rank is not None:  # e.g. models with a key first (pisces' rule, not pi's: see resolve_cli_model)
+        ranks = [rank(m) for m in hits]
+        best = max(ranks)
+        hits = [m for m, r in zip(hits, ranks, strict=True) if r == best]
     aliases = [m for m in hits if _is_alias(m.id)]
     pool = aliases or hits
     # The highest-sorting id wins: the newest alias, or the latest dated version.
@@ -111,25 +116,26 @@ def _locale_key(text: str) -> tuple[Any, ...]:
     return primary, tuple(c.isupper() for c in text)
 
 
-def parse_model_pattern(pattern: str, models: list[Model], *, strict: bool = True
-                        ) -> tuple[Model | None, str | None, str | None]:
+def parse_model_pattern(pattern: str, models: list[Model], *, strict: bool = True,
+                        rank: Callable[[Model], int] | None = None) -> tuple[Model | None, str | None, str | None]:
     """(model, thinking level from a ``:level`` suffix, warning). The whole pattern is tried first, so ids
     that contain colons still match. ``strict`` (the --model rule) refuses an unknown suffix instead of
-    ignoring it with a warning (the --models rule)."""
-    model = _match_model(pattern, models)
+    ignoring it with a warning (the --models rule). ``rank`` orders the partial matches before pi's rules
+    (only the highest-ranked are kept)."""
+    model = _match_model(pattern, models, rank)
     if model is not None:
         return model, None, None
     head, sep, suffix = pattern.rpartition(":")
     if not sep:
         return None, None, None
     if suffix in THINKING_LEVELS:
-        model, _, warning = parse_model_pattern(head, models, strict=strict)
+        model, _, warning = parse_model_pattern(head, models, strict=strict, rank=rank)
         if model is not None:
             return model, (None if warning else suffix), warning
         return None, None, warning
     if strict:
         return None, None, None
-    model, _, warning = parse_model_pattern(head, models, strict=strict)
+    model, _, warning = parse_model_pattern(head, models, strict=strict, rank=rank)
     if model is not None:
         return model, None, f'Invalid thinking level "{suffix}" in pattern "{pattern}". Using default instead.'
     return None, None, warning
@@ -276,6 +282,14 @@ class ModelRegistry:
 
         conf = self.provider_configs.get(provider)
         models = [_apply_overrides(m, conf) for m in catalogue.models(provider)]
+        login = self.auth.oauth_entry(provider) if provider == "github-copilot" else None
+        if login and not (conf or {}).get("baseUrl"):  # a Copilot login names its API host in the token (pi)
+            from pisces.core.config.oauth_copilot import base_url_from_token  # noqa: PLC0415 - a login only
+
+            enterprise = login.get("enterpriseUrl")
+            base = base_url_from_token(str(login.get("access") or ""), enterprise if isinstance(enterprise, str)
+                                       else None)
+            models = [msgspec.structs.replace(m, baseUrl=base) for m in models]
         index = {m.id: i for i, m in enumerate(models)}
         for cm in self._custom:
             if cm.provider == provider and cm.id in index:
@@ -288,9 +302,7 @@ class ModelRegistry:
         it whose provider is in ``only``."""
         if only is None and self._all is not None:
             return self._all
-        from pisces.ai import catalogue  # noqa: PLC0415 - the catalogue is read on first need only
-
-        out = [m for p in catalogue.provider_names() if only is None or p in only for m in self._provider_models(p)]
+        out = [m for p in CATALOGUE_PROVIDERS if only is None or p in only for m in self._provider_models(p)]
         for cm in self._custom:
             if only is not None and cm.provider not in only:
                 continue
@@ -334,9 +346,7 @@ class ModelRegistry:
 
     def providers(self) -> list[str]:
         """Providers with at least one model: the catalogue's, then models.json's new ones, then faux."""
-        from pisces.ai import catalogue  # noqa: PLC0415 - the catalogue is read on first need only
-
-        seen: dict[str, None] = dict.fromkeys(catalogue.provider_names())
+        seen: dict[str, None] = dict.fromkeys(CATALOGUE_PROVIDERS)
         for m in self._custom:
             seen.setdefault(m.provider, None)
         if self.enable_faux:
@@ -377,22 +387,29 @@ class ModelRegistry:
         so that ``--api-key`` can supply one. Returns (model, thinking level or None); (None, None) when
         neither flag is given. Raises ValueError with a message for the user when nothing matches. A
         provider that exists with an unknown model id gives a model with that id, based on the provider's
-        default model, and a warning in ``self.warnings`` (pi's behaviour: the catalogue lags releases)."""
-        models = self._models
-        if not models:
+        default model, and a warning in ``self.warnings`` (pi's behaviour: the catalogue lags releases).
+
+        One rule differs from pi 0.73.1 (whose ``resolveCliModel`` ranks every partial match alike, so that
+        ``sonnet`` picks a Bedrock id for a user with only ``ANTHROPIC_API_KEY``): among partial matches,
+        models whose provider has credentials come first, then models of an API pisces speaks, then the rest
+        (``partial_match_rank``). Exact ids and ``provider/`` patterns are unaffected.
+
+        Only the providers named are read from the catalogue: ``--provider faux`` does not open it."""
+        providers = self.providers()
+        if not providers:
             raise ValueError("No models available. Check your installation or add models to models.json.")
-        by_lower = {m.provider.lower(): m.provider for m in models}
+        by_lower = {p.lower(): p for p in providers}
         canon = None
         if provider:
             canon = by_lower.get(provider.lower())
             if canon is None:
-                known = [*self.providers(), *(["faux"] if "faux" not in self.providers() else [])]
+                known = [*providers, *(["faux"] if "faux" not in providers else [])]
                 raise ValueError(f'Unknown provider "{provider}". Known providers: {", ".join(known)} (faux is the '
                                  'built-in scripted model); models.json adds more.')
         if not pattern:
             if canon is None:
                 return None, None
-            return self._provider_default(canon, models), None
+            return self._provider_default(canon, self._assemble({canon})), None
 
         text = pattern
         inferred = False
@@ -401,29 +418,30 @@ class ModelRegistry:
             if maybe:
                 canon, text, inferred = maybe, pattern.split("/", 1)[1], True
         if canon is None:
-            exact = self._exact_full(pattern, models)
+            exact = self._exact_full(pattern, self._models)
             if exact is not None:
                 return exact, None
         elif not inferred and pattern.lower().startswith(canon.lower() + "/"):
             text = pattern[len(canon) + 1:]
 
-        candidates = [m for m in models if m.provider == canon] if canon else models
-        model, level, warning = parse_model_pattern(text, candidates, strict=True)
+        candidates = self._assemble({canon}) if canon else self._models
+        rank = self.partial_match_rank()
+        model, level, warning = parse_model_pattern(text, candidates, strict=True, rank=rank)
         if warning:
             self.warnings.append(warning)
         if model is not None:
             return model, level
         if inferred:
-            exact = self._exact_full(pattern, models)
+            exact = self._exact_full(pattern, self._models)
             if exact is not None:
                 return exact, None
-            model, level, warning = parse_model_pattern(pattern, models, strict=True)
+            model, level, warning = parse_model_pattern(pattern, self._models, strict=True, rank=rank)
             if model is not None:
                 return model, level
         if canon:
             head, sep, suffix = text.rpartition(":")
             new_id, level = (head, suffix) if sep and head and suffix in THINKING_LEVELS else (text, None)
-            base = self._provider_default(canon, models)
+            base = self._provider_default(canon, self._assemble({canon}))
             self.warnings.append(f'Model "{new_id}" not found for provider "{canon}". Using custom model id.')
             return msgspec.structs.replace(base, id=new_id, name=new_id, input=list(base.input)), level
         shown = f"{canon}/{text}" if canon else pattern
@@ -431,6 +449,22 @@ class ModelRegistry:
         hint = f" Close matches: {', '.join(close)}." if close else ""
         raise ValueError(f'Model "{shown}" not found.{hint} `pisces --list-models` lists the models and which '
                          'keys are set.')
+
+    def partial_match_rank(self) -> Callable[[Model], int]:
+        """2 for a model whose provider has credentials and whose API pisces speaks, 1 for one pisces can
+        call once given credentials, 0 for the rest (an API not implemented)."""
+        from pisces.ai.providers import is_served  # noqa: PLC0415 - the registry of APIs, no SDK; on use only
+
+        auth: dict[str, bool] = {}
+
+        def rank(m: Model) -> int:
+            if not is_served(m.api):
+                return 0
+            if m.provider not in auth:
+                auth[m.provider] = self.has_auth(m)
+            return 2 if auth[m.provider] else 1
+
+        return rank
 
     @staticmethod
     def _exact_full(pattern: str, models: list[Model]) -> Model | None:
@@ -484,14 +518,14 @@ class ModelRegistry:
         if saved is not None and (self._pending_override or self.has_auth(saved)):
             self.bind_api_key_override(saved.provider)
             return saved, None
-        available = self.get_available()
-        if not available:
-            return None, None
-        for prov, mid in DEFAULT_MODEL_PER_PROVIDER.items():
-            hit = next((m for m in available if m.provider == prov and m.id == mid), None)
+        for prov, mid in DEFAULT_MODEL_PER_PROVIDER.items():  # reads only that provider's catalogue line
+            hit = self.find(prov, mid) if self.auth.has_auth(prov) else None
             if hit is not None:
                 self.bind_api_key_override(hit.provider)
                 return hit, None
+        available = self.get_available()
+        if not available:
+            return None, None
         self.bind_api_key_override(available[0].provider)
         return available[0], None
 

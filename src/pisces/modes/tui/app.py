@@ -46,6 +46,8 @@ COMMANDS = {
     "/fork": "a new session from an earlier message",
     "/reload": "reload extensions, skills, prompts",
     "/sandbox": "show or set the OS sandbox (/sandbox read-only, /sandbox network off)",
+    "/login": "log in to a subscription (/login github-copilot, /login openai-codex)",
+    "/logout": "remove a provider's login (/logout github-copilot)",
     "/hotkeys": "show the keys",
     "/mcp": "the MCP servers and their state",
     "/quit": "leave",

@@ -30,7 +30,11 @@ async def run_command(app: Any, text: str) -> None:
             raise RuntimeError(resp.get("error", "failed"))
         return resp.get("data")
 
-    if name == "/quit":
+    if name in ("/login", "/logout"):  # subscription logins (pisces.modes.tui.login)
+        from pisces.modes.tui.login import run  # noqa: PLC0415 - loaded on /login only
+
+        await run(app, name, rest)
+    elif name == "/quit":
         app.done.set()
     elif name == "/mcp":
         app.mcp.load(await ask({"type": "mcp_status"}))
