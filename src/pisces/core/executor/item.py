@@ -1,7 +1,8 @@
 """Running one manifest item: a fresh clone, pisces headless in it, the patch, the session, the verification.
 
 Nothing here touches the source repository: a path is cloned (its committed state; a directory that is not a
-repository is copied and committed first), a URL is cloned and checked out at ``commit``. The run happens in a
+repository is copied and committed first), a URL is cloned and checked out at ``commit``; a ``base_patch`` is
+applied and committed on top, so the item's patch never holds it. The run happens in a
 private temporary directory that is removed afterwards, and the result carries the patch and the session file
 as text, so an executor on another machine can hand them back without a shared filesystem.
 
@@ -71,14 +72,14 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-async def _git(args: list[str], cwd: str, timeout: float = CLONE_TIMEOUT_S) -> bytes:
+async def _git(args: list[str], cwd: str, timeout: float = CLONE_TIMEOUT_S, stdin: bytes | None = None) -> bytes:
     """``git args`` in ``cwd`` with every repository-configured program neutralised (``gitsafe``: the one list
     the task tool uses too)."""
     try:
         env = await asyncio.to_thread(gitsafe.safe_env, cwd, _git_env())
     except gitsafe.UnsafeRepository as exc:
         raise StepFailed("error", str(exc)) from None
-    code, out, err = await _run(["git", *gitsafe.safe_args(args)], cwd, timeout=timeout, env=env)
+    code, out, err = await _run(["git", *gitsafe.safe_args(args)], cwd, timeout=timeout, env=env, stdin=stdin)
     if code is None:
         raise StepFailed("error", f"git {args[0]} did not finish within {timeout:.0f} s")
     if code != 0:
@@ -100,6 +101,12 @@ async def prepare_checkout(spec: ItemSpec, into: str) -> str:
         await _git(["clone", "-q", "--no-hardlinks", source, repo], into)
         if spec.commit:
             await _git(["checkout", "-q", "--detach", spec.commit], repo)
+    if spec.base_patch:  # the caller's uncommitted work: part of the baseline, never of the item's patch
+        await _git(["apply", "--whitespace=nowarn", "--binary", "-"], repo,
+                   stdin=spec.base_patch.encode("utf-8", "surrogateescape"))
+        await _git(["add", "-A"], repo)
+        await _git(["commit", "-q", "--allow-empty", "--no-verify", "-m", "pisces: the caller's uncommitted changes"],
+                   repo)
     return (await _git(["rev-parse", "HEAD"], repo)).decode().strip()
 
 
@@ -141,7 +148,8 @@ def agent_argv(spec: ItemSpec, defaults: RunDefaults, session_dir: str) -> list[
     argv = [defaults.python or sys.executable, "-m", "pisces", "--mode", "json", "--session-dir", session_dir]
     for flag, value in (("--provider", spec.provider or defaults.provider), ("--model", spec.model or defaults.model),
                         ("--thinking", spec.thinking or defaults.thinking), ("--tools", spec.tools or defaults.tools),
-                        ("--faux-script", defaults.faux_script), ("--approval-mode", defaults.approval_mode)):
+                        ("--faux-script", defaults.faux_script), ("--approval-mode", defaults.approval_mode),
+                        ("--sandbox", defaults.sandbox)):
         if value:
             argv += [flag, value]
     argv.append(spec.prompt)

@@ -1,0 +1,127 @@
+"""End to end, ``task.executor`` local and ray: an isolated subagent is submitted to the batch executor as a
+manifest line (a fresh clone of the caller's repository at HEAD plus the caller's uncommitted work, a headless
+``pisces --mode json`` in it) and its results line comes back as the task's result: the patch lands in the
+caller's tree as a worktree's patch does, usage and the session file are reported, a failing verify is a
+failed task with its patch kept, and no worktree is made."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from taskkit import (
+    call_task,
+    check_event_shapes,
+    git,
+    lifecycle,
+    make_repo,
+    read,
+    run_prompt,
+    script,
+    settings,
+    start,
+    summary_text,
+    task_result,
+    worktrees,
+    write,
+    write_file,
+)
+
+_FILES = {"app.txt": "alpha\nbeta\ngamma\n"}
+
+
+def _edit(old: str, new: str) -> dict:
+    return {"toolCalls": [{"name": "edit", "arguments": {"path": "app.txt", "edits": [{"oldText": old,
+                                                                                        "newText": new}]}}]}
+
+
+def _dirty(repo: str) -> None:
+    """The caller's pending work the subagent must see and the patch must not carry."""
+    write(os.path.join(repo, "app.txt"), "ALPHA (user)\nbeta\ngamma\n")
+    write(os.path.join(repo, "scratch.txt"), "mine\n")
+
+
+def _run_edit_task(home, spawn, executor: dict, timeout: float) -> tuple[list[dict], str]:
+    repo = make_repo(home.cwd, _FILES)
+    _dirty(repo)
+    settings(home, {"isolation": {"mode": "worktree"}, "maxConcurrency": 2, **executor})
+    p = start(spawn, home, "--faux-script", script(home, [
+        call_task({"agent": "task", "isolated": True, "tasks": [
+            {"id": "Edit", "description": "edit and add", "assignment": "Uppercase beta; add new.txt."}]}),
+        {"text": "done"}], {
+        # the headless subagent edits a line only the caller's uncommitted change has: it sees the caller's tree
+        "Edit": [_edit("ALPHA (user)\nbeta", "ALPHA (user)\nBETA"), write_file("new.txt", "from the task\n"),
+                 {"text": "changed app.txt and wrote new.txt"}]}))
+    frames = run_prompt(p, timeout=timeout)
+    return frames, repo
+
+
+def _check_landed(frames: list[dict], repo: str, backend: str) -> None:
+    assert lifecycle(frames) == ["tool_execution_start", "start 0-Edit isolated", "end 0-Edit exit=0",
+                                 "tool_execution_end"], lifecycle(frames)
+    check_event_shapes(frames)
+    assert read(os.path.join(repo, "app.txt")) == "ALPHA (user)\nBETA\ngamma\n"
+    assert read(os.path.join(repo, "new.txt")) == "from the task\n"
+    assert read(os.path.join(repo, "scratch.txt")) == "mine\n"
+    assert git(repo, "log", "--oneline").count("\n") == 1  # nothing committed in the caller's repository
+    details = task_result(frames)["details"]
+    r = details["results"][0]
+    assert (r["executor"], r["itemStatus"], r["exitCode"], r["patchApplied"]) == (backend, "succeeded", 0, True)
+    assert r["output"] == "changed app.txt and wrote new.txt"
+    patch = read(r["patchPath"])
+    changed = [ln for ln in patch.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    assert changed == ["-beta", "+BETA", "+from the task"], changed  # none of the caller's own work
+    session = [json.loads(line) for line in read(r["sessionFile"]).splitlines()]
+    assert session[0]["type"] == "session" and any(e.get("type") == "message" for e in session)
+    assert "Uppercase beta; add new.txt." in json.dumps(session)  # the task's text was the item's prompt
+    assert r["usage"]["totalTokens"] > 0 and r["tokens"] == r["usage"]["totalTokens"]
+    assert details["usage"]["totalTokens"] == r["usage"]["totalTokens"]
+    assert "Applied patches: yes" in summary_text(frames)
+    assert worktrees(repo) == [repo]
+
+
+def test_local_executor_runs_an_isolated_subagent_as_a_batch_item(home, spawn):
+    frames, repo = _run_edit_task(home, spawn, {"executor": "local"}, 120)
+    _check_landed(frames, repo, "local")
+
+
+def test_local_executor_reports_a_failing_verify_and_keeps_the_patch_unapplied(home, spawn):
+    repo = make_repo(home.cwd, _FILES)
+    settings(home, {"isolation": {"mode": "worktree"}, "executor": "local", "verification": {"profiles": {
+        "ci": {"commands": [{"name": "has-missing", "command": "echo looking; test -f missing.txt"}]}}}})
+    p = start(spawn, home, "--faux-script", script(home, [
+        call_task({"agent": "task", "isolated": True, "verify": "ci", "tasks": [
+            {"id": "Add", "description": "add", "assignment": "Add added.txt."}]}),
+        {"text": "done"}], {"Add": [write_file("added.txt", "x\n"), {"text": "added"}]}))
+    frames = run_prompt(p, timeout=120)
+    assert lifecycle(frames) == ["tool_execution_start", "start 0-Add isolated", "verify 0-Add a1 profile=ci",
+                                 "run 0-Add a1 has-missing", "ran 0-Add a1 has-missing exit=1",
+                                 "verified 0-Add a1 failed", "end 0-Add exit=1 verification=failed",
+                                 "tool_execution_end"], lifecycle(frames)
+    check_event_shapes(frames)
+    r = task_result(frames)["details"]["results"][0]
+    assert (r["itemStatus"], r["exitCode"], r["error"]) == ("verify_failed", 1, "Verification failed: has-missing")
+    [command] = r["verification"]["attempts"][0]["commandResults"]
+    assert (command["name"], command["exitCode"], command["outputPreview"]) == ("has-missing", 1, "looking")
+    assert read(command["artifactPath"]).strip() == "looking"
+    assert "+x" in read(r["patchPath"]) and r.get("patchApplied") is None
+    assert not os.path.exists(os.path.join(repo, "added.txt"))
+    assert "(not applied: the task failed)" in summary_text(frames)
+
+
+def test_a_bad_executor_setting_is_refused_with_its_name(home, spawn):
+    make_repo(home.cwd, _FILES)
+    settings(home, {"isolation": {"mode": "worktree"}, "executor": "k8s"})
+    p = start(spawn, home, "--faux-script", script(home, [
+        call_task({"agent": "task", "isolated": True, "tasks": [{"id": "A", "description": "a", "assignment": "a"}]}),
+        {"text": "done"}], {}))
+    frames = run_prompt(p)
+    assert summary_text(frames) == "task.executor must be one of inprocess, local, ray (got 'k8s')"
+    assert lifecycle(frames) == ["tool_execution_start", "tool_execution_end"]
+
+
+def test_ray_executor_runs_an_isolated_subagent_on_a_local_cluster(home, spawn):
+    pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'pisces-agent[ray]')")
+    frames, repo = _run_edit_task(home, spawn, {"executor": "ray"}, 400)
+    _check_landed(frames, repo, "ray")
