@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 
 import pytest
 from taskkit import (
+    TOOLS,
     call_task,
     check_event_shapes,
     git,
@@ -42,24 +45,26 @@ def _dirty(repo: str) -> None:
     write(os.path.join(repo, "scratch.txt"), "mine\n")
 
 
-def _run_edit_task(home, spawn, executor: dict, timeout: float) -> tuple[list[dict], str]:
+def _run_edit_task(home, spawn, executor: dict, timeout: float, **env: str) -> tuple[list[dict], str]:
     repo = make_repo(home.cwd, _FILES)
     _dirty(repo)
     settings(home, {"isolation": {"mode": "worktree"}, "maxConcurrency": 2, **executor})
-    p = start(spawn, home, "--faux-script", script(home, [
+    tmp = os.path.join(home.root, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    p = spawn("--tools", TOOLS, "--faux-script", script(home, [
         call_task({"agent": "task", "isolated": True, "tasks": [
             {"id": "Edit", "description": "edit and add", "assignment": "Uppercase beta; add new.txt."}]}),
         {"text": "done"}], {
         # the headless subagent edits a line only the caller's uncommitted change has: it sees the caller's tree
         "Edit": [_edit("ALPHA (user)\nbeta", "ALPHA (user)\nBETA"), write_file("new.txt", "from the task\n"),
-                 {"text": "changed app.txt and wrote new.txt"}]}))
+                 {"text": "changed app.txt and wrote new.txt"}]}), env=home.env(TMPDIR=tmp, **env))
     frames = run_prompt(p, timeout=timeout)
     return frames, repo
 
 
 def _check_landed(frames: list[dict], repo: str, backend: str) -> None:
     assert lifecycle(frames) == ["tool_execution_start", "start 0-Edit isolated", "end 0-Edit exit=0",
-                                 "tool_execution_end"], lifecycle(frames)
+                                 "tool_execution_end"], summary_text(frames)
     check_event_shapes(frames)
     assert read(os.path.join(repo, "app.txt")) == "ALPHA (user)\nBETA\ngamma\n"
     assert read(os.path.join(repo, "new.txt")) == "from the task\n"
@@ -123,5 +128,11 @@ def test_a_bad_executor_setting_is_refused_with_its_name(home, spawn):
 
 def test_ray_executor_runs_an_isolated_subagent_on_a_local_cluster(home, spawn):
     pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'pisces-agent[ray]')")
-    frames, repo = _run_edit_task(home, spawn, {"executor": "ray"}, 400)
-    _check_landed(frames, repo, "ray")
+    # Ray's sockets live under RAY_TMPDIR: a short one (a Unix socket path holds at most 107 bytes)
+    ray_tmp = tempfile.mkdtemp(prefix="pr-", dir="/tmp")
+    try:
+        frames, repo = _run_edit_task(home, spawn, {"executor": "ray"}, 400, RAY_TMPDIR=ray_tmp,
+                                      RAY_AUTH_MODE="disabled")
+        _check_landed(frames, repo, "ray")
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)

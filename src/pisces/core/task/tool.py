@@ -153,7 +153,7 @@ class TaskTool:
         if isolated and headless_opts is not None:  # isolated tasks become batch items (core/task/headless.py)
             try:
                 batch.headless = await asyncio.to_thread(headless.Headless, headless_opts, cfg.max_concurrency)
-            except (ValueError, RuntimeError) as exc:
+            except Exception as exc:  # noqa: BLE001 - a backend that cannot start (Ray's own errors) is a readable result
                 board.close()
                 return _text(f"task.executor {headless_opts.backend}: {exc}", project_dir, started)
         try:
