@@ -136,3 +136,56 @@ def test_ray_executor_runs_an_isolated_subagent_on_a_local_cluster(home, spawn):
         _check_landed(frames, repo, "ray")
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def test_the_subagent_gets_the_rest_of_the_session_budget_and_its_calls_count_there(home, spawn):
+    repo = make_repo(home.cwd, _FILES)
+    settings(home, {"isolation": {"mode": "worktree"}, "executor": "local",
+                    "budget": {"maxToolCalls": 2, "abortOnExceeded": False}})
+    p = start(spawn, home, "--faux-script", script(home, [
+        call_task({"agent": "task", "isolated": True, "tasks": [{"id": "Many", "description": "m", "assignment": "m"}]}),
+        {"text": "done"}], {"Many": [write_file("a.txt", "a\n"), write_file("b.txt", "b\n"), write_file("c.txt", "c\n"),
+                                    {"text": "wrote three"}]}))
+    frames = run_prompt(p, timeout=120)
+    r = task_result(frames)["details"]["results"][0]
+    # the task call took one of the two calls: the item was given maxToolCalls 1 and stopped past it
+    assert (r["itemStatus"], r["exitCode"]) == ("budget_exceeded", 1), r
+    assert r["error"].startswith("budget exceeded: tool_calls (limit 1, spent 2)"), r["error"]
+    assert not os.path.exists(os.path.join(repo, "a.txt"))  # a failed task's patch is not applied
+    exceeded = [f for f in frames if f.get("type") == "budget_exceeded"]
+    assert exceeded and exceeded[0]["scope"] == "session" and exceeded[0]["snapshot"]["toolCalls"] >= 3
+
+
+def test_a_file_in_another_encoding_comes_back_byte_for_byte(home, spawn):
+    repo = make_repo(home.cwd, {"latin.txt": "caf\n"})
+    with open(os.path.join(repo, "latin.txt"), "wb") as f:  # the caller's uncommitted change, not UTF-8 either
+        f.write(b"caf\xe9\n")
+    settings(home, {"isolation": {"mode": "worktree"}, "executor": "local"})
+    p = start(spawn, home, "--faux-script", script(home, [
+        call_task({"agent": "task", "isolated": True, "tasks": [{"id": "Enc", "description": "e", "assignment": "e"}]}),
+        {"text": "done"}], {"Enc": [{"toolCalls": [{"name": "bash", "arguments": {
+            "command": "printf 'na\\xefve\\n' >> latin.txt"}}]}, {"text": "appended"}]}))
+    frames = run_prompt(p, timeout=120)
+    r = task_result(frames)["details"]["results"][0]
+    assert (r["itemStatus"], r.get("patchApplied")) == ("succeeded", True), r
+    with open(os.path.join(repo, "latin.txt"), "rb") as f:
+        assert f.read() == b"caf\xe9\nna\xefve\n"
+
+
+def test_a_headless_subagent_cannot_write_the_callers_tree_and_asks_nobody(home, spawn):
+    """The item's commands are confined to its clone by the OS sandbox; what would need a person (running
+    outside the sandbox) is denied in the item, and no request reaches the caller's client."""
+    repo = make_repo(home.cwd, _FILES)
+    outside = os.path.join(repo, "escaped.txt")
+    settings(home, {"isolation": {"mode": "worktree"}, "executor": "local"})
+    p = start(spawn, home, "--faux-script", script(home, [
+        call_task({"agent": "task", "isolated": True, "tasks": [{"id": "Out", "description": "o", "assignment": "o"}]}),
+        {"text": "done"}], {"Out": [{"toolCalls": [{"name": "bash", "arguments": {
+            "command": f"echo escaped > {outside}"}}]}, {"text": "tried"}]}))
+    frames = run_prompt(p, timeout=120)
+    r = task_result(frames)["details"]["results"][0]
+    assert r["itemStatus"] == "succeeded" and r["output"] == "tried"
+    assert not os.path.exists(outside)
+    assert not [f for f in frames if "approval" in f.get("type", "") or f.get("type") == "extension_ui_request"]
+    session = read(r["sessionFile"])
+    assert "escaped.txt" in session and ("sandbox" in session.lower() or "denied" in session.lower())

@@ -275,7 +275,9 @@ async def run_item(spec: ItemSpec, defaults: RunDefaults) -> dict[str, Any]:
         result.update(exit_code=code, usage=usage.usage, cost=round(usage.cost, 6), session_text=session_text,
                       turns=usage.turns, tool_calls=usage.tool_calls, final_text=usage.last_text[-OUTPUT_TAIL:])
         await _git(["add", "-A"], repo)
-        result["patch_text"] = (await _git(["diff", "--cached", "--binary", base], repo)).decode("utf-8", "replace")
+        # surrogateescape: a text file in another encoding comes back byte for byte (encode it the same way)
+        result["patch_text"] = (await _git(["diff", "--cached", "--binary", base], repo)).decode(
+            "utf-8", "surrogateescape")
         result["files_changed"] = len(
             [line for line in (await _git(["diff", "--cached", "--name-only", base], repo)).decode().splitlines()
              if line])
