@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 
 import pytest
 from taskkit import (
@@ -30,6 +31,8 @@ from taskkit import (
     write,
     write_file,
 )
+
+from proc_table import _info
 
 _FILES = {"app.txt": "alpha\nbeta\ngamma\n"}
 
@@ -189,3 +192,34 @@ def test_a_headless_subagent_cannot_write_the_callers_tree_and_asks_nobody(home,
     assert not [f for f in frames if "approval" in f.get("type", "") or f.get("type") == "extension_ui_request"]
     session = read(r["sessionFile"])
     assert "escaped.txt" in session and ("sandbox" in session.lower() or "denied" in session.lower())
+
+
+def test_abort_kills_the_headless_item_and_removes_its_clone(home, spawn):
+    make_repo(home.cwd, _FILES)
+    # the item's pisces reads the same settings: its sandbox lets the command write the pid file here
+    home.write_json("settings.json", {"task": {"isolation": {"mode": "worktree"}, "executor": "local"},
+                                      "sandbox": {"writableRoots": [home.root]}})
+    pid_file = os.path.join(home.root, "sleeper.pid")
+    p = start(spawn, home, "--faux-script", script(home, [
+        call_task({"agent": "task", "isolated": True, "tasks": [{"id": "Slow", "description": "s", "assignment": "s"}]}),
+        {"text": "unused"}], {"Slow": [{"toolCalls": [{"name": "bash", "arguments": {
+            "command": f"echo $$ > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; exec sleep 60"}}]}]}))
+    p.send({"type": "prompt", "message": "go"})
+    deadline = time.monotonic() + 60
+    while not os.path.exists(pid_file):  # the item's command is running
+        assert time.monotonic() < deadline, "the headless subagent's command never started"
+        time.sleep(0.05)
+    sleeper = int(read(pid_file))
+    assert _info(sleeper) is not None
+    p.send({"id": "stop", "type": "abort"})
+    p.until(lambda f: f.get("type") == "response" and f.get("id") == "stop", 30)
+    if not any(f.get("type") == "agent_settled" for f in p.frames):
+        p.until_type("agent_settled", 30)
+    frames = p.frames
+    assert lifecycle(frames) == ["tool_execution_start", "start 0-Slow isolated", "end 0-Slow exit=1",
+                                 "tool_execution_end"]
+    [r] = task_result(frames)["details"]["results"]
+    assert r["aborted"] is True and r["exitCode"] == 1
+    assert _info(sleeper) is None  # the item's whole process group was killed
+    tmp = os.path.join(home.root, "tmp")
+    assert not [n for n in os.listdir(tmp) if n.startswith("pisces-batch-")]  # the clone is gone

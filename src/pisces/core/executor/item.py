@@ -60,10 +60,53 @@ async def _run(argv: list[str], cwd: str, *, timeout: float, env: dict[str, str]
 
 
 def _kill_group(pid: int) -> None:
+    """Kill the process group ``pid`` leads and, first, the groups of all its descendants: pisces runs each
+    command of its bash tool in a session of its own, which a kill of the item's group alone would leave
+    running. The group is stopped while its tree is read, so nothing new is started meanwhile (without /proc,
+    as on macOS, only the group is killed)."""
+    try:
+        os.killpg(pid, signal.SIGSTOP)
+    except (ProcessLookupError, PermissionError):
+        return
+    own = os.getpgrp()
+    for group in _descendant_groups(pid) - {pid, own}:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     try:
         os.killpg(pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGCONT)  # a stopped process dies of SIGKILL anyway; this is for the rest of a group
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _descendant_groups(pid: int) -> set[int]:
+    """The process groups of every descendant of ``pid`` (read from /proc; empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    groups: dict[int, int] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return set()
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        fields = data[data.rindex(")") + 2:].split()
+        children.setdefault(int(fields[1]), []).append(int(name))
+        groups[int(name)] = int(fields[2])
+    out: set[int] = set()
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        out.add(groups[child])
+        todo.extend(children.get(child, []))
+    return out
 
 
 def _git_env() -> dict[str, str]:
@@ -232,10 +275,12 @@ async def _run_agent(spec: ItemSpec, defaults: RunDefaults, repo: str, into: str
         _kill_group(proc.pid)
         await proc.wait()
         readers.cancel()
+        readers.add_done_callback(_consume)
         code = None
     except asyncio.CancelledError:
         _kill_group(proc.pid)
         readers.cancel()
+        readers.add_done_callback(_consume)
         raise
     session_text = None
     for root, _dirs, files in os.walk(session_dir):
@@ -244,6 +289,12 @@ async def _run_agent(spec: ItemSpec, defaults: RunDefaults, repo: str, into: str
                 with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
                     session_text = f.read()
     return code, usage, err_tail.decode("utf-8", "replace"), session_text
+
+
+def _consume(future: Any) -> None:
+    """Take a cancelled gather's outcome, so asyncio does not report it as never retrieved."""
+    if not future.cancelled():
+        future.exception()
 
 
 async def _verify(commands: list[str], repo: str, timeout: float) -> list[dict[str, Any]]:
