@@ -223,3 +223,23 @@ def test_abort_kills_the_headless_item_and_removes_its_clone(home, spawn):
     assert _info(sleeper) is None  # the item's whole process group was killed
     tmp = os.path.join(home.root, "tmp")
     assert not [n for n in os.listdir(tmp) if n.startswith("pisces-batch-")]  # the clone is gone
+
+
+def test_a_repository_url_is_cloned_at_the_callers_head_with_the_uncommitted_work_on_top(home, spawn, tmp_path):
+    """``executorOptions.repoUrl``: what a Ray worker without this filesystem clones; the URL has the caller's
+    HEAD, and the caller's uncommitted change travels as the line's base_patch."""
+    repo = make_repo(home.cwd, _FILES)
+    bare = str(tmp_path / "remote.git")
+    git(str(tmp_path), "clone", "-q", "--bare", repo, bare)
+    _dirty(repo)
+    settings(home, {"isolation": {"mode": "worktree"}, "executor": "local",
+                    "executorOptions": {"repoUrl": f"file://{bare}"}})
+    p = start(spawn, home, "--faux-script", script(home, [
+        call_task({"agent": "task", "isolated": True, "tasks": [
+            {"id": "Edit", "description": "e", "assignment": "Uppercase beta."}]}),
+        {"text": "done"}], {"Edit": [_edit("ALPHA (user)\nbeta", "ALPHA (user)\nBETA"), {"text": "ok"}]}))
+    frames = run_prompt(p, timeout=120)
+    r = task_result(frames)["details"]["results"][0]
+    assert (r["itemStatus"], r["patchApplied"]) == ("succeeded", True), r
+    assert read(os.path.join(repo, "app.txt")) == "ALPHA (user)\nBETA\ngamma\n"
+    assert git(bare, "log", "--oneline", "--all").count("\n") == 1  # the remote was only read

@@ -110,7 +110,9 @@ class Headless:
         if opts.backend == "ray":
             executor = _RAY.get(opts.ray_address)
             if executor is None:
-                executor = _RAY[opts.ray_address] = make_executor("ray", parallel=parallel,
+                # a cluster started here gets this machine's CPUs at most (one item per CPU)
+                slots = parallel if opts.ray_address else max(1, min(parallel, os.cpu_count() or 1))
+                executor = _RAY[opts.ray_address] = make_executor("ray", parallel=slots,
                                                                   ray_address=opts.ray_address)
             self.executor = executor
         else:
