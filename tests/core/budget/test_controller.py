@@ -249,3 +249,16 @@ def test_the_refusal_names_the_dimension_the_event_named():
     assert events[-1]["snapshot"]["reason"] == "tool_calls"
     assert c.refusal() == "Session budget exceeded (tool_calls)"
     assert c.snapshot()["reason"] == "tool_calls"
+
+
+def test_remaining_is_what_is_left_of_each_limit_as_task_budget_keys():
+    """The slice a headless subagent gets (core/task/headless.py): never below zero, no maxSubagents."""
+    c, _events, clock = make({"cost": 1.0, "tool_calls": 3, "wall_time": 10_000, "subagents": 2})
+    spend(c, clock, "tool_calls", 1)
+    spend(c, clock, "cost", 0.25)
+    spend(c, clock, "wall_time", 4000)
+    c.reserve_subagent()
+    assert c.remaining() == {"maxWallTimeMs": 6000, "maxCostUsd": 0.75, "maxToolCalls": 2}
+    spend(c, clock, "tool_calls", 5)
+    assert c.remaining()["maxToolCalls"] == 0
+    assert make({})[0].remaining() == {}

@@ -404,5 +404,5 @@ async def test_every_subagent_run_goes_through_the_executor_interface(session, m
     assert sorted(seen) == [("0-A", "subagent", "task"), ("1-B", "subagent", "task")]
     a, b = details["results"]
     assert json.loads(a["output"]) == {"done": "a"} and b["output"].endswith(" (via the executor)")
-    with pytest.raises(ValueError, match="local executor only"):
+    with pytest.raises(ValueError, match="in-process subagent executor is .inprocess."):
         subagent.make_subagent_executor("ray", original)

@@ -171,6 +171,15 @@ class BudgetController:
                 "total_tokens": self.total_tokens, "cost": self.cost_usd, "tool_calls": self.tool_calls,
                 "subagents": self.subagents}[reason]
 
+    def remaining(self) -> dict[str, Any]:
+        """What is left of each limit, as ``task.budget`` keys (never below 0): the slice a subagent that runs
+        in another process may spend (``maxSubagents`` is not passed on: the slot is taken here)."""
+        out: dict[str, Any] = {}
+        for reason, key, _ in DIMENSIONS:
+            if reason != "subagents" and reason in self.policy.limits:
+                out[key] = _wire(max(self.policy.limits[reason] - self.value(reason), 0))
+        return out
+
     def status_of(self, reason: str, value: float | None = None) -> str:
         limit = self.policy.limits.get(reason)
         if limit is None:

@@ -37,6 +37,7 @@ class SessionBudget:
             hooks.spawn_cancelled = lambda request: self.controller.release_subagent()
             hooks.on_usage = lambda report: self.controller.add_usage(report.usage)
             hooks.on_tool_call = lambda report: self.controller.add_tool_call()
+            hooks.remaining_budget = self.controller.remaining
 
     @property
     def policy(self) -> BudgetPolicy:

@@ -1,7 +1,8 @@
 """Running one manifest item: a fresh clone, pisces headless in it, the patch, the session, the verification.
 
 Nothing here touches the source repository: a path is cloned (its committed state; a directory that is not a
-repository is copied and committed first), a URL is cloned and checked out at ``commit``. The run happens in a
+repository is copied and committed first), a URL is cloned and checked out at ``commit``; a ``base_patch`` is
+applied and committed on top, so the item's patch never holds it. The run happens in a
 private temporary directory that is removed afterwards, and the result carries the patch and the session file
 as text, so an executor on another machine can hand them back without a shared filesystem.
 
@@ -59,10 +60,53 @@ async def _run(argv: list[str], cwd: str, *, timeout: float, env: dict[str, str]
 
 
 def _kill_group(pid: int) -> None:
+    """Kill the process group ``pid`` leads and, first, the groups of all its descendants: pisces runs each
+    command of its bash tool in a session of its own, which a kill of the item's group alone would leave
+    running. The group is stopped while its tree is read, so nothing new is started meanwhile (without /proc,
+    as on macOS, only the group is killed)."""
+    try:
+        os.killpg(pid, signal.SIGSTOP)
+    except (ProcessLookupError, PermissionError):
+        return
+    own = os.getpgrp()
+    for group in _descendant_groups(pid) - {pid, own}:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     try:
         os.killpg(pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGCONT)  # a stopped process dies of SIGKILL anyway; this is for the rest of a group
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _descendant_groups(pid: int) -> set[int]:
+    """The process groups of every descendant of ``pid`` (read from /proc; empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    groups: dict[int, int] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return set()
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        fields = data[data.rindex(")") + 2:].split()
+        children.setdefault(int(fields[1]), []).append(int(name))
+        groups[int(name)] = int(fields[2])
+    out: set[int] = set()
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        out.add(groups[child])
+        todo.extend(children.get(child, []))
+    return out
 
 
 def _git_env() -> dict[str, str]:
@@ -71,14 +115,14 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-async def _git(args: list[str], cwd: str, timeout: float = CLONE_TIMEOUT_S) -> bytes:
+async def _git(args: list[str], cwd: str, timeout: float = CLONE_TIMEOUT_S, stdin: bytes | None = None) -> bytes:
     """``git args`` in ``cwd`` with every repository-configured program neutralised (``gitsafe``: the one list
     the task tool uses too)."""
     try:
         env = await asyncio.to_thread(gitsafe.safe_env, cwd, _git_env())
     except gitsafe.UnsafeRepository as exc:
         raise StepFailed("error", str(exc)) from None
-    code, out, err = await _run(["git", *gitsafe.safe_args(args)], cwd, timeout=timeout, env=env)
+    code, out, err = await _run(["git", *gitsafe.safe_args(args)], cwd, timeout=timeout, env=env, stdin=stdin)
     if code is None:
         raise StepFailed("error", f"git {args[0]} did not finish within {timeout:.0f} s")
     if code != 0:
@@ -100,6 +144,12 @@ async def prepare_checkout(spec: ItemSpec, into: str) -> str:
         await _git(["clone", "-q", "--no-hardlinks", source, repo], into)
         if spec.commit:
             await _git(["checkout", "-q", "--detach", spec.commit], repo)
+    if spec.base_patch:  # the caller's uncommitted work: part of the baseline, never of the item's patch
+        await _git(["apply", "--whitespace=nowarn", "--binary", "-"], repo,
+                   stdin=spec.base_patch.encode("utf-8", "surrogateescape"))
+        await _git(["add", "-A"], repo)
+        await _git(["commit", "-q", "--allow-empty", "--no-verify", "-m", "pisces: the caller's uncommitted changes"],
+                   repo)
     return (await _git(["rev-parse", "HEAD"], repo)).decode().strip()
 
 
@@ -141,7 +191,8 @@ def agent_argv(spec: ItemSpec, defaults: RunDefaults, session_dir: str) -> list[
     argv = [defaults.python or sys.executable, "-m", "pisces", "--mode", "json", "--session-dir", session_dir]
     for flag, value in (("--provider", spec.provider or defaults.provider), ("--model", spec.model or defaults.model),
                         ("--thinking", spec.thinking or defaults.thinking), ("--tools", spec.tools or defaults.tools),
-                        ("--faux-script", defaults.faux_script), ("--approval-mode", defaults.approval_mode)):
+                        ("--faux-script", defaults.faux_script), ("--approval-mode", defaults.approval_mode),
+                        ("--sandbox", defaults.sandbox)):
         if value:
             argv += [flag, value]
     argv.append(spec.prompt)
@@ -224,10 +275,12 @@ async def _run_agent(spec: ItemSpec, defaults: RunDefaults, repo: str, into: str
         _kill_group(proc.pid)
         await proc.wait()
         readers.cancel()
+        readers.add_done_callback(_consume)
         code = None
     except asyncio.CancelledError:
         _kill_group(proc.pid)
         readers.cancel()
+        readers.add_done_callback(_consume)
         raise
     session_text = None
     for root, _dirs, files in os.walk(session_dir):
@@ -236,6 +289,12 @@ async def _run_agent(spec: ItemSpec, defaults: RunDefaults, repo: str, into: str
                 with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
                     session_text = f.read()
     return code, usage, err_tail.decode("utf-8", "replace"), session_text
+
+
+def _consume(future: Any) -> None:
+    """Take a cancelled gather's outcome, so asyncio does not report it as never retrieved."""
+    if not future.cancelled():
+        future.exception()
 
 
 async def _verify(commands: list[str], repo: str, timeout: float) -> list[dict[str, Any]]:
@@ -267,7 +326,9 @@ async def run_item(spec: ItemSpec, defaults: RunDefaults) -> dict[str, Any]:
         result.update(exit_code=code, usage=usage.usage, cost=round(usage.cost, 6), session_text=session_text,
                       turns=usage.turns, tool_calls=usage.tool_calls, final_text=usage.last_text[-OUTPUT_TAIL:])
         await _git(["add", "-A"], repo)
-        result["patch_text"] = (await _git(["diff", "--cached", "--binary", base], repo)).decode("utf-8", "replace")
+        # surrogateescape: a text file in another encoding comes back byte for byte (encode it the same way)
+        result["patch_text"] = (await _git(["diff", "--cached", "--binary", base], repo)).decode(
+            "utf-8", "surrogateescape")
         result["files_changed"] = len(
             [line for line in (await _git(["diff", "--cached", "--name-only", base], repo)).decode().splitlines()
              if line])

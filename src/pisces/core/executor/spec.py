@@ -1,8 +1,10 @@
 """A batch manifest's line, checked: every mistake is a sentence naming the line and the field.
 
-A line is ``{id, repo, prompt | prompt_file, commit?, model?, thinking?, tools?, budget?, verify?, env?,
-timeout?}``. ``repo`` is a local path or a git URL; ``verify`` is a list of shell commands (or
-``{"commands": [...]}``); ``budget`` holds the ``task.budget`` keys of docs/budgets.md; ``timeout`` is seconds.
+A line is ``{id, repo, prompt | prompt_file, commit?, base_patch?, model?, thinking?, tools?, budget?, verify?,
+env?, timeout?}``. ``base_patch`` is a binary git patch applied on top of ``commit`` and committed as the item's
+baseline (the task tool carries its caller's uncommitted changes this way, see core/task/headless.py).
+``repo`` is a local path or a git URL; ``verify`` is a list of shell commands (or ``{"commands": [...]}``);
+``budget`` holds the ``task.budget`` keys of docs/budgets.md; ``timeout`` is seconds.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _KNOWN = {"id", "repo", "commit", "prompt", "prompt_file", "model", "thinking", "tools", "budget", "verify",
-          "env", "timeout", "provider"}
+          "env", "timeout", "provider", "base_patch"}
 _BUDGET_KEYS = {"maxWallTimeMs", "maxInputTokens", "maxOutputTokens", "maxTotalTokens", "maxCostUsd",
                 "maxToolCalls", "maxSubagents", "warnAtRatio", "abortOnExceeded"}
 _URL = re.compile(r"^(https?|ssh|git|file)://|^[\w.-]+@[\w.-]+:")
@@ -31,6 +33,7 @@ class ItemSpec:
     repo: str
     prompt: str
     commit: str | None = None
+    base_patch: str | None = None  # applied on top of ``commit`` and committed: the item's baseline
     provider: str | None = None
     model: str | None = None
     thinking: str | None = None
@@ -60,6 +63,7 @@ class RunDefaults:
     budget: dict[str, Any] | None = None
     python: str | None = None  # the interpreter that runs pisces (default: this one)
     agent_dir: str | None = None  # the user's agent dir, whose auth and models the items use
+    sandbox: str | None = None  # --sandbox of every item's pisces (the OS sandbox of its commands)
 
 
 def _fail(where: str, text: str) -> ManifestError:
@@ -103,7 +107,7 @@ def parse_item(obj: Any, where: str, base_dir: str, index: int) -> ItemSpec:
         if len(prompt) > 1_000_000 or not prompt.strip():
             raise _fail(where, f"prompt_file {path} must hold a prompt of at most 1,000,000 characters")
     spec = ItemSpec(id=item_id, repo=repo, prompt=prompt, index=index)
-    for key in ("commit", "provider", "model", "thinking", "tools"):
+    for key in ("commit", "base_patch", "provider", "model", "thinking", "tools"):
         value = obj.get(key)
         if value is not None and not isinstance(value, str):
             raise _fail(where, f"{key} must be a string")

@@ -3,15 +3,16 @@
 
 ``SubagentSpec`` is what the task tool asks for (``run``: the task's ``SubagentRun``, plain data: agent, task
 text, working directory or worktree, output schema, model override) plus the parent-side context that a run
-needs while it lasts (``host``, the abort ``signal``, ``on_progress``). ``LocalSubagentExecutor`` (the default,
-and today the only backend) runs it in this process with the runner it was given (``core.task.executor.
-run_subagent``), so the subagent keeps the parent's approval gate, sandbox escalation, budget and live progress.
+needs while it lasts (``host``, the abort ``signal``, ``on_progress``). ``LocalSubagentExecutor`` (the
+``inprocess`` backend, the default of ``task.executor``) runs it in this process with the runner it was given
+(``core.task.executor.run_subagent``), so the subagent keeps the parent's approval gate, sandbox escalation,
+budget and live progress.
 
-Not yet: a backend that runs a subagent elsewhere (a ``pisces`` process per subagent, or a Ray task as for
-batch items). It needs the parent-side context to cross a process boundary (approval requests and sandbox
-escalations answered by the parent's person, progress and usage streamed back, the budget shared), which
-the batch executors do not need since a batch item runs headless. ``make_subagent_executor`` refuses any
-other name with an error that says so.
+With ``task.executor`` set to ``local`` or ``ray``, an *isolated* subagent is not a ``SubagentSpec``: it is
+submitted to the batch executors (``core/executor/__init__.py``) as a manifest line and its results line is
+turned back into the task result (``core/task/headless.py``). Such a subagent runs headless (no approval
+reaches the parent's person), which is why it is opt-in. Non-isolated subagents always run here: they work in
+the parent's own tree under the parent's approval gate, which a process elsewhere cannot share.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class SubagentSpec:
 class LocalSubagentExecutor:
     """Subagents in this process, each as the runner runs it (the task tool bounds how many at once)."""
 
-    name = "local"
+    name = "inprocess"
 
     def __init__(self, runner: Runner) -> None:
         self._runner = runner
@@ -49,10 +50,11 @@ class LocalSubagentExecutor:
 
 
 def make_subagent_executor(name: str, runner: Runner) -> LocalSubagentExecutor:
-    if name == "local":
+    if name in ("inprocess", "local"):  # "local": this backend's name before task.executor existed
         return LocalSubagentExecutor(runner)
-    raise ValueError(f"the task tool's subagents run with the local executor only (asked: {name!r}); running "
-                     "them on Ray or in separate processes is not implemented (docs/batch.md)")
+    raise ValueError(f"the in-process subagent executor is 'inprocess' (asked: {name!r}); isolated subagents run "
+                     "on the batch executors local or ray through task.executor (core/task/headless.py, "
+                     "docs/task.md)")
 
 
 __all__ = ["SubagentSpec", "LocalSubagentExecutor", "make_subagent_executor"]

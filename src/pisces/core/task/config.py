@@ -11,6 +11,7 @@ _MISSING = object()
 
 ISOLATION_MODES = ("none", "worktree", "fuse-overlay", "fuse-projfs")
 MERGE_MODES = ("patch", "branch")
+EXECUTORS = ("inprocess", "local", "ray")  # where isolated subagents run (core/task/headless.py)
 
 
 def task_setting(settings: Any, key: str, default: Any = None) -> Any:
@@ -46,6 +47,8 @@ class TaskConfig:
     disabled_agents: tuple[str, ...] = ()
     agent_model_overrides: dict[str, Any] | None = None
     verification: dict[str, Any] | None = None  # the raw task.verification object (resolved in verify.py)
+    executor: Any = "inprocess"  # task.executor, checked where it is used (headless.py)
+    executor_options: dict[str, Any] | None = None  # the raw task.executorOptions object
 
     @classmethod
     def from_settings(cls, settings: Any) -> "TaskConfig":
@@ -71,6 +74,8 @@ class TaskConfig:
             disabled_agents=tuple(a for a in disabled if isinstance(a, str)) if isinstance(disabled, list) else (),
             agent_model_overrides=overrides if isinstance(overrides, dict) else {},
             verification=verification,
+            executor=get("executor", "inprocess"),
+            executor_options=opts if isinstance(opts := get("executorOptions", {}), dict) else {},
         )
 
     @property

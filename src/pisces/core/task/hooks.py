@@ -56,6 +56,8 @@ class SubagentHooks:
         self.spawn_cancelled: Callable[[SpawnRequest], None] | None = None
         self.on_usage: Callable[[UsageReport], None] | None = None
         self.on_tool_call: Callable[[str], None] | None = None  # a subagent dispatched a tool call (its name)
+        # what is left of the session's budget (task.budget keys): the slice a headless subagent gets
+        self.remaining_budget: Callable[[], dict[str, Any]] | None = None
         self._warned: set[str] = set()
 
     def ask_spawn(self, request: SpawnRequest) -> str | None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from pisces.ai.abort import AbortSignal
 from pisces.core.executor.subagent import LocalSubagentExecutor, SubagentSpec
-from pisces.core.task import events, isolation, merge, prompts, verify
+from pisces.core.task import events, headless, isolation, merge, prompts, verify
 from pisces.core.task.agents import AgentDefinition
 from pisces.core.task.config import TaskConfig
 from pisces.core.task.executor import SubagentRun, add_usage, base_result, run_subagent, zero_usage
@@ -63,6 +63,8 @@ class Batch:
     tool_call_id: str = ""  # the task call's id: a verification command's approval request names it
     # where subagents run: the executor interface batch items use too (core/executor/subagent.py)
     executor: Any = None
+    # task.executor local or ray: isolated tasks run as batch items there (core/task/headless.py)
+    headless: Any = None
 
     def __post_init__(self) -> None:
         if self.executor is None:
@@ -75,6 +77,9 @@ class Batch:
 
     def emit(self, event: dict[str, Any]) -> None:
         self.host.emit(event)
+
+    def command_gate(self) -> Any:
+        return _command_gate(self)
 
     def subagent(self, item: TaskItem, *, task_id: str, raw_id: str, task: str, cwd: str,
                  worktree: str | None) -> SubagentRun:
@@ -113,6 +118,8 @@ async def run_task(batch: Batch, item: TaskItem) -> dict[str, Any]:
         finally:
             batch.emit(events.subagent_end(item.id, batch.agent.name, code))
         return result
+    if batch.headless is not None:
+        return await headless.run(batch, item)
     return await _run_isolated(batch, item, request)
 
 

@@ -17,7 +17,7 @@ from pisces.agent.types import AgentToolResult
 from pisces.ai.abort import AbortSignal
 from pisces.ai.types import TextContent
 from pisces.core.task import agents as agent_defs
-from pisces.core.task import isolation, merge, prompts, verify
+from pisces.core.task import headless, isolation, merge, prompts, verify
 from pisces.core.task.config import ISOLATION_MODES, TaskConfig
 from pisces.core.task.executor import add_usage, zero_usage
 from pisces.core.task.progress import ProgressBoard, new_progress
@@ -108,6 +108,10 @@ class TaskTool:
         if not self.host.may_spawn(agent.name):
             return _text(f"Cannot spawn '{agent.name}'. Allowed: {self.host.spawns_text()}", project_dir, started)
 
+        try:
+            headless_opts = headless.options(cfg)
+        except ValueError as exc:
+            return _text(str(exc), project_dir, started)
         notice = ""
         repo = baseline = home = None
         if isolated:
@@ -146,10 +150,18 @@ class TaskTool:
                                      else normalize_schema(params.get("schema"))),
                       model_override=override_list, signal=signal, board=board, shell=_shell(self.host.settings),
                       shell_env=_shell_env(), tool_call_id=tool_call_id)
+        if isolated and headless_opts is not None:  # isolated tasks become batch items (core/task/headless.py)
+            try:
+                batch.headless = await asyncio.to_thread(headless.Headless, headless_opts, cfg.max_concurrency)
+            except Exception as exc:  # noqa: BLE001 - a backend that cannot start (Ray's own errors) is a readable result
+                board.close()
+                return _text(f"task.executor {headless_opts.backend}: {exc}", project_dir, started)
         try:
             results = await _run_all(batch, items, cfg.max_concurrency)
         finally:
             board.close()
+            if batch.headless is not None:
+                await batch.headless.close()
 
         merge_summary, applied = "", None
         if isolated and repo is not None and not signal.aborted:

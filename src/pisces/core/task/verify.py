@@ -154,7 +154,7 @@ def failed_commands(attempt: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in attempt["commandResults"] if c["exitCode"] != 0 and c.get("optional") is not True]
 
 
-def _slug(name: str) -> str:
+def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "check"
 
 
@@ -186,7 +186,7 @@ async def run_attempt(resolved: Resolved, ctx: AttemptContext, number: int) -> d
             failed = True
             break
         ctx.emit(events.verification_command_start(ctx.task_id, number, command["name"]))
-        log_name = f"{ctx.task_id}.verify.a{number}-{index + 1}-{_slug(command['name'])}.log"
+        log_name = f"{ctx.task_id}.verify.a{number}-{index + 1}-{slug(command['name'])}.log"
         log = os.path.join(ctx.artifacts_dir, log_name)
         t0 = time.monotonic()
         refused = await ctx.check(command["command"]) if ctx.check is not None else None

@@ -67,7 +67,7 @@ class ResultsDir:
         patch = result.get("patch_text") or ""
         if patch:
             rel = os.path.join("patches", f"{row['id']}.patch")
-            _atomic_write(os.path.join(self.path, rel), patch.encode("utf-8"))
+            _atomic_write(os.path.join(self.path, rel), patch.encode("utf-8", "surrogateescape"))
             row["patch"] = rel
         session = result.get("session_text")
         if session:
