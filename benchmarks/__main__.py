@@ -19,6 +19,8 @@ Workloads (sizes as in the issue; ``--tiny`` shrinks them all for the smoke test
                 items, --parallel 4), and through a local Ray cluster when Ray is installed
     sandbox     the bash tool running `true` inside the OS sandbox (Landlock, workspace-write) against the same
                 call unconfined: the sandbox's cost per command
+    mcp         spawn -> get_state with 3 MCP stdio servers configured against none; the first request's body
+                with 80 MCP tools deferred behind mcp_tool_search against all loaded
     web         a 2000-chunk reply fanned out to 1 and 10 WebSocket clients of ``pisces --mode web`` (deltas
                 profile): time to the last client's agent_end, server CPU time, bytes per client
 
@@ -49,7 +51,7 @@ if __package__ in (None, ""):  # ``python benchmarks/__main__.py``
 
 from benchmarks._common import FULL, RESULTS_DIR, TINY, Config, Results, Sizes, as_dict, find_pi, machine_info
 
-MODULES = ("rpc", "sessions", "grep_find", "compaction", "export", "providers", "web", "batch", "sandbox")
+MODULES = ("rpc", "sessions", "grep_find", "compaction", "export", "providers", "web", "batch", "sandbox", "mcp")
 RPC_MODULES = {"rpc", "sessions", "grep_find", "compaction", "export"}
 
 
@@ -128,7 +130,7 @@ def run_module(name: str, cfg: Config, res: Results, wl: Any, harness: Any) -> N
             res.skip("rpc_startup_ms", "spawn -> first get_state", res.notes[-1] if res.notes else "no harness")
             return
         mod.run(cfg, res, harness)
-    elif name in ("providers", "web", "batch", "sandbox"):
+    elif name in ("providers", "web", "batch", "sandbox", "mcp"):
         mod.run(cfg, res)
     else:
         mod.run(cfg, res, wl, harness)
