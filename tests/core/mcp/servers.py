@@ -137,7 +137,7 @@ def many_server(count: int):
                "ids, titles, authors, timestamps and URLs, paginated by cursor. Use the owner and repo of the "
                "current project unless told otherwise; state filters open or closed objects.")
         namespace: dict = {}
-        exec(f"def {name}({params}) -> str:\n    return 'ok'", namespace)  # noqa: S102 - test fixture
+        exec(f"def {name}({params}) -> str:\n    return 'ok'", namespace)  # a named function with typed parameters, for the SDK's schema
         fn = namespace[name]
         fn.__doc__ = doc
         app.add_tool(fn)
