@@ -22,6 +22,8 @@ Workloads (sizes as in the issue; ``--tiny`` shrinks them all for the smoke test
     tui         the terminal UIs of pisces and pi in a 120x40 pseudo-terminal: spawn to an editable prompt, CPU
                 time of a 2000-chunk reply, resume of a 20,000-entry session, idle wake-ups and CPU; the
                 renderer's cost per delta (pisces only)
+    mcp         spawn -> get_state with 3 MCP stdio servers configured against none; the first request's body
+                with 80 MCP tools deferred behind mcp_tool_search against all loaded
     web         a 2000-chunk reply fanned out to 1 and 10 WebSocket clients of ``pisces --mode web`` (deltas
                 profile): time to the last client's agent_end, server CPU time, bytes per client
 
@@ -52,7 +54,7 @@ if __package__ in (None, ""):  # ``python benchmarks/__main__.py``
 
 from benchmarks._common import FULL, RESULTS_DIR, TINY, Config, Results, Sizes, as_dict, find_pi, machine_info
 
-MODULES = ("rpc", "sessions", "grep_find", "compaction", "export", "providers", "web", "batch", "sandbox", "tui")
+MODULES = ("rpc", "sessions", "grep_find", "compaction", "export", "providers", "web", "batch", "sandbox", "tui", "mcp")
 RPC_MODULES = {"rpc", "sessions", "grep_find", "compaction", "export"}
 
 
@@ -131,7 +133,7 @@ def run_module(name: str, cfg: Config, res: Results, wl: Any, harness: Any) -> N
             res.skip("rpc_startup_ms", "spawn -> first get_state", res.notes[-1] if res.notes else "no harness")
             return
         mod.run(cfg, res, harness)
-    elif name in ("providers", "web", "batch", "sandbox"):
+    elif name in ("providers", "web", "batch", "sandbox", "mcp"):
         mod.run(cfg, res)
     else:
         mod.run(cfg, res, wl, harness)

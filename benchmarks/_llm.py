@@ -28,6 +28,7 @@ class Script:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.turns: list[dict] = []
+        self.requests: list[dict] = []  # per completion request: body bytes, tool count (GET /_requests)
         self.used: list[bool] = []
 
     def set(self, turns: list[dict]) -> None:
@@ -90,6 +91,9 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
+        if self.path == "/_requests":
+            self._json(200, {"requests": self.script.requests})
+            return
         self._json(200, {"object": "list", "data": [{"id": "scripted-model", "object": "model"}]})
 
     def do_POST(self) -> None:
@@ -99,6 +103,7 @@ class Handler(BaseHTTPRequestHandler):
             self.script.set(body.get("turns", body) if isinstance(body, dict) else body)
             self._json(200, {"ok": True})
             return
+        self.script.requests.append({"bytes": length, "tools": len(body.get("tools") or [])})
         turn = self.script.pick(_system_text(body))
         deltas = chunks_for(turn)
         finish = "tool_calls" if turn.get("tool_calls") else "stop"

@@ -16,6 +16,7 @@ import os
 import sys
 
 from pisces.core.config.paths import agent_dir
+from pisces.core.config.settings import Settings
 from pisces.core.mcp.config import load_config, untrusted_message
 
 
@@ -33,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
 def run_mcp(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     adir, cwd = agent_dir(), os.getcwd()
-    config = load_config(cwd, adir)
+    config = load_config(cwd, adir, imports=Settings(adir, cwd).get("mcp.importConfigs"))
     for error in config.errors:
         sys.stderr.write(f"pisces: mcp: {error}\n")
     if args.command == "list":

@@ -123,6 +123,27 @@ def huge_server(megabytes: int) -> None:
             send({"jsonrpc": "2.0", "id": ident, "result": {}})
 
 
+def many_server(count: int):
+    """A server with ``count`` tools shaped like a hosted service's (GitHub's, Linear's): a paragraph of
+    description and five documented parameters each."""
+    app = MCPServer("many")
+    verbs = ["list", "get", "create", "update", "delete", "search", "merge", "close"]
+    nouns = ["issue", "pull_request", "comment", "branch", "release", "label", "milestone", "workflow", "review",
+             "project"]
+    for i in range(count):
+        name = f"{verbs[i % len(verbs)]}_{nouns[(i // len(verbs)) % len(nouns)]}_{i}"
+        params = ", ".join(f"{p}: str = ''" for p in ("owner", "repo", "query", "state", "cursor"))
+        doc = (f"{name.replace('_', ' ').capitalize()} in a repository. Returns the matching objects with their "
+               "ids, titles, authors, timestamps and URLs, paginated by cursor. Use the owner and repo of the "
+               "current project unless told otherwise; state filters open or closed objects.")
+        namespace: dict = {}
+        exec(f"def {name}({params}) -> str:\n    return 'ok'", namespace)  # a named function with typed parameters, for the SDK's schema
+        fn = namespace[name]
+        fn.__doc__ = doc
+        app.add_tool(fn)
+    return app
+
+
 def main() -> None:
     kind = sys.argv[1]
     if kind == "crash":
@@ -143,6 +164,9 @@ def main() -> None:
     if kind == "slowstart":  # a good server that takes its time to start
         time.sleep(float(sys.argv[2]))
         good_server().run("stdio")
+        return
+    if kind == "many":
+        many_server(int(sys.argv[2])).run("stdio")
         return
     if kind == "huge":
         huge_server(int(sys.argv[2]) if len(sys.argv) > 2 else 100)

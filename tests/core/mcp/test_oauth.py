@@ -227,3 +227,29 @@ def test_pisces_mcp_login_with_the_browser_hook_then_rpc_calls_the_tool(dirs, au
     finally:
         rpc.kill()
         rpc.wait(10)
+
+
+def test_rpc_mode_tells_the_person_once_with_an_extension_ui_notify(dirs, auth_server, tmp_path):
+    base = auth_server(3600)
+    agent = dirs / "agent"
+    (agent / "mcp.json").write_text(json.dumps({"mcpServers": {"remote": {"url": f"{base}/mcp"}}}))
+    env = {**os.environ, "PISCES_CODING_AGENT_DIR": str(agent)}
+    faux = tmp_path / "faux.json"
+    faux.write_text("[]")
+    rpc = subprocess.Popen([sys.executable, "-m", "pisces", "--mode", "rpc", "--no-session", "--faux-script",
+                            str(faux)], env=env, cwd=str(dirs / "work"), stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert rpc.stdin is not None and rpc.stdout is not None
+        frames = []
+        while True:
+            frame = json.loads(rpc.stdout.readline())
+            frames.append(frame)
+            if frame.get("type") == "mcp_server_status" and frame.get("status") == "failed":
+                break
+        assert frame.get("needsLogin") is True and "pisces mcp login remote" in frame["error"]
+        notes = [f for f in frames if f.get("type") == "extension_ui_request" and f.get("method") == "notify"]
+        assert len(notes) == 1 and "pisces mcp login remote" in notes[0]["message"], frames
+    finally:
+        rpc.kill()
+        rpc.wait(10)

@@ -24,17 +24,18 @@ def attach(session: Any, *, extra: dict[str, Any] | None = None, start: bool = T
     """The session's :class:`~pisces.core.mcp.manager.McpManager` (also ``session.mcp``), or None when no
     server is configured. ``extra``: servers a front end passed for this session (ACP's ``mcpServers``).
     ``start``: connect now (needs a running event loop; otherwise call ``session.mcp.start()`` in one)."""
-    if not extra and not any_config_present(session.cwd, session.settings.agent_dir):
+    imports = session.settings.get("mcp.importConfigs")  # other agents' files (pisces.core.mcp.imports)
+    if not extra and not imports and not any_config_present(session.cwd, session.settings.agent_dir):
         return None
     if session.mcp is not None and extra:  # a front end adds its servers to those of the files
         from pisces.core.mcp.config import load_config as _load  # noqa: PLC0415 - same module, for clarity
 
-        more = _load(session.cwd, session.settings.agent_dir, trusted=False, extra=extra)
+        more = _load(session.cwd, session.settings.agent_dir, trusted=False, extra=extra, imports=None)
         for error in more.errors:
             sys.stderr.write(f"pisces: mcp: {error}\n")
         session.mcp.add([s for s in more.servers.values() if s.scope == "session"])
         return session.mcp
-    config = load_config(session.cwd, session.settings.agent_dir, extra=extra)
+    config = load_config(session.cwd, session.settings.agent_dir, extra=extra, imports=imports)
     for error in config.errors:
         sys.stderr.write(f"pisces: mcp: {error}\n")
     if config.untrusted:

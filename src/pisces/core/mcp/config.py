@@ -186,24 +186,15 @@ def _read(path: str) -> dict[str, Any] | None:
 
 
 def load_config(cwd: str, agent_dir: str, *, trusted: bool | None = None,
-                extra: dict[str, Any] | None = None) -> McpConfig:
+                extra: dict[str, Any] | None = None, imports: Any = None) -> McpConfig:
     """The merged configuration. ``trusted``: whether project servers may start (None: ask
     :func:`is_project_trusted`, only when a project file defines a server). ``extra``: servers a front end
-    passed (ACP's ``mcpServers``), as a ``{name: server}`` map of scope ``session``."""
+    passed (ACP's ``mcpServers``), as a ``{name: server}`` map of scope ``session``. ``imports``: the setting
+    ``mcp.importConfigs`` (other agents' files, pisces.core.mcp.imports), read before pisces' own files."""
     out = McpConfig()
     project: dict[str, ServerConfig] = {}
-    for path, scope in config_files(cwd, agent_dir):
-        try:
-            data = _read(path)
-        except (ConfigError, OSError) as exc:
-            out.errors.append(str(exc))
-            continue
-        if data is None:
-            continue
-        servers = data.get("mcpServers", {})
-        if not isinstance(servers, dict):
-            out.errors.append(f"{path}: mcpServers must be an object")
-            servers = {}
+
+    def merge(servers: dict[str, Any], path: str, scope: str) -> None:
         for name, raw in servers.items():
             try:
                 cfg = parse_server(str(name), raw, path, scope)
@@ -216,6 +207,27 @@ def load_config(cwd: str, agent_dir: str, *, trusted: bool | None = None,
                 project[cfg.name] = cfg
             else:
                 out.servers[cfg.name] = cfg
+
+    if imports:
+        from pisces.core.mcp.imports import imported  # noqa: PLC0415 - only with the setting
+
+        found, errors = imported(cwd, imports)
+        out.errors.extend(errors)
+        for path, scope, servers in found:
+            merge(servers, path, scope)
+    for path, scope in config_files(cwd, agent_dir):
+        try:
+            data = _read(path)
+        except (ConfigError, OSError) as exc:
+            out.errors.append(str(exc))
+            continue
+        if data is None:
+            continue
+        servers = data.get("mcpServers", {})
+        if not isinstance(servers, dict):
+            out.errors.append(f"{path}: mcpServers must be an object")
+            servers = {}
+        merge(servers, path, scope)
         search = data.get("toolSearch")
         if isinstance(search, dict) and "thresholdTokens" in search:
             value = search["thresholdTokens"]

@@ -181,4 +181,9 @@ async def stdio_transport(command: str, args: list[str], env: dict[str, str] | N
                 if process.stdout is not None:
                     with contextlib.suppress(Exception):
                         await process.stdout.aclose()
+                # the asyncio transport of the process, closed now rather than when collected (after the loop)
+                close = getattr(getattr(getattr(process, "_process", None), "_transport", None), "close", None)
+                if callable(close):
+                    with contextlib.suppress(Exception):
+                        close()
             tg.cancel_scope.cancel()

@@ -269,7 +269,8 @@ def _finish(plan: _Plan) -> AgentSession:
         attach_todos(sess)
     attach_stream_rules(sess)  # the rule files are read on the first turn (docs/planning.md)
     sess.load_plan_mode(only_if_used=True)  # a resumed session in plan mode stays in it (docs/planning.md)
-    if plan.mcp_servers or _mcp_config_present(cwd, adir):  # otherwise nothing of pisces.core.mcp is imported
+    if plan.mcp_servers or _mcp_config_present(cwd, adir) or sess.settings.get("mcp.importConfigs"):
+        # otherwise nothing of pisces.core.mcp is imported
         from pisces.core.mcp import attach as attach_mcp  # noqa: PLC0415 - only with an MCP configuration
 
         attach_mcp(sess, extra=plan.mcp_servers)
