@@ -74,6 +74,18 @@ async def test_text_reply(server):
     assert server.requests[0].headers["x-goog-api-key"] == "test-key"
 
 
+async def test_replies_go_through_httpx2_even_where_aiohttp_can_be_imported(server, monkeypatch):
+    """google-genai switches to aiohttp whenever it can import it (Ray installs it); pisces' client must stay on
+    httpx2, where its bounded reader is. Pretending aiohttp is there makes the SDK reach for it unless told not to."""
+    from google.genai import _api_client  # noqa: PLC0415 - the SDK is imported by the test that needs it
+
+    monkeypatch.setattr(_api_client, "has_aiohttp", True)
+    server.push(Reply.sse([chunk({"text": "Hello"}, finish="STOP", usage=USAGE)]))
+    types, _events, final = await run(make_model(server, baseUrl=f"{server.url}/v1beta/aiohttp-check"), ctx(), opts())
+    assert types == ["start", "text_start", "text_delta", "text_end", "done"], final.errorMessage
+    assert final.content == [TextContent(text="Hello")]
+
+
 async def test_usage_and_cost(server):
     usage = {"promptTokenCount": 1000, "candidatesTokenCount": 200, "thoughtsTokenCount": 50,
              "cachedContentTokenCount": 400, "totalTokenCount": 1250}

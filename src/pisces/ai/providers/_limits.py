@@ -81,6 +81,15 @@ def http_client_options() -> dict[str, Any]:
     return {"event_hooks": {"response": [bound_response]}, "headers": {"Accept-Encoding": _REQUESTED_ENCODINGS}}
 
 
+def genai_client_args() -> dict[str, Any]:
+    """``async_client_args`` for google-genai. That SDK sends through aiohttp instead of httpx2 whenever aiohttp
+    can be imported (Ray and many other packages install it), unless the client names a transport; aiohttp
+    would skip the bounded reader and refuses httpx2's options. A transport of pisces' own keeps it on httpx2."""
+    import httpx2  # noqa: PLC0415 - the SDK's HTTP client: imported with the SDK, when the client is built
+
+    return {**http_client_options(), "transport": httpx2.AsyncHTTPTransport()}
+
+
 async def bound_response(response: Any) -> None:
     """httpx2 response hook: put the bounded reader in front of the body before anyone reads it."""
     headers = response.headers

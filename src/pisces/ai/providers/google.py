@@ -19,7 +19,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, TypeGuard
 
 from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import import_sdk
-from pisces.ai.providers._limits import http_client_options
+from pisces.ai.providers._limits import genai_client_args
 from pisces.ai.providers._shared import (
     append_text,
     append_thinking,
@@ -257,7 +257,7 @@ def _client(genai: Any, types: Any, model: Model, api_key: str, options: StreamO
             http["headers"] = headers
         if options.timeoutMs:
             http["timeout"] = int(options.timeoutMs)
-        http["async_client_args"] = http_client_options()  # the bounded reader (pisces.ai.providers._limits)
+        http["async_client_args"] = genai_client_args()  # the bounded reader (pisces.ai.providers._limits)
         if hasattr(types, "HttpRetryOptions"):
             http["retry_options"] = types.HttpRetryOptions(attempts=max(1, options.maxRetries + 1))
         return genai.Client(api_key=api_key, http_options=types.HttpOptions(**http))

@@ -22,7 +22,7 @@ from typing import Any, AsyncIterator
 from pisces.ai.providers import anthropic as anthropic_provider
 from pisces.ai.providers import google as google_provider
 from pisces.ai.providers import import_sdk
-from pisces.ai.providers._limits import http_client_options
+from pisces.ai.providers._limits import genai_client_args, http_client_options
 from pisces.ai.providers._shared import cached_client, new_output
 from pisces.ai.types import Context, ErrorEvent, Model, StartEvent, StreamOptions
 
@@ -88,7 +88,7 @@ async def _gemini_client(model: Model, options: StreamOptions, genai: Any, types
                  options.maxRetries, options.timeoutMs)
 
     def make() -> Any:
-        http: dict[str, Any] = {"async_client_args": http_client_options()}
+        http: dict[str, Any] = {"async_client_args": genai_client_args()}
         if base:
             http["base_url"] = base
         if headers:
