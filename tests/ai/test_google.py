@@ -77,7 +77,7 @@ async def test_text_reply(server):
 async def test_replies_go_through_httpx2_even_where_aiohttp_can_be_imported(server, monkeypatch):
     """google-genai switches to aiohttp whenever it can import it (Ray installs it); pisces' client must stay on
     httpx2, where its bounded reader is. Pretending aiohttp is there makes the SDK reach for it unless told not to."""
-    from google.genai import _api_client  # noqa: PLC0415 - the SDK is imported by the test that needs it
+    from google.genai import _api_client
 
     monkeypatch.setattr(_api_client, "has_aiohttp", True)
     server.push(Reply.sse([chunk({"text": "Hello"}, finish="STOP", usage=USAGE)]))
