@@ -181,6 +181,11 @@ class RpcServer:
         api = self._current_api()
         if api == self._warmed_api:
             return
+        if getattr(self.session, "is_streaming", False):
+            # A reply is streaming (its request went without the SDK, see providers.direct): importing now
+            # would take the interpreter from it; look again once it may be over.
+            self._warm_timer = asyncio.get_running_loop().call_later(WARM_UP_IDLE_S, self._warm_provider)
+            return
         first = self._warmed_api is None
         self._warmed_api = api
         if api:
