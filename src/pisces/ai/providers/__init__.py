@@ -109,6 +109,20 @@ def warm_for_request(api: str) -> None:
     warm(api)
 
 
+def prepare_transport(api: str) -> None:
+    """For a thread at start-up: when ``api``'s first request will go without its SDK (``direct``), load what
+    that request needs (httpx2 and a client), a fraction of the SDK's import. Nothing otherwise."""
+    if api not in DIRECT_APIS:
+        return
+    try:
+        from pisces.ai.providers import direct  # noqa: PLC0415 - as in warm_for_request
+
+        if direct.use_direct(SDK_MODULES[api]):
+            direct.prepare()
+    except Exception:  # noqa: BLE001 - as in warm: the request reports it
+        pass
+
+
 _prepared: set[str] = set()
 
 

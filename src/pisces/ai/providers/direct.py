@@ -37,6 +37,7 @@ import os
 import random
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -210,13 +211,34 @@ def _merge(base: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------
 # Sending, with the SDK's retries
 # ---------------------------------------------------------------------------------------------
-def _client() -> Any:
+_prebuilt: list[Any] = []  # a client built by ``prepare`` on a thread, not yet taken by an event loop
+_prebuilt_lock = threading.Lock()
+
+
+def _new_client() -> Any:
     import httpx2  # noqa: PLC0415 - the HTTP client, loaded with the first direct request
 
+    return httpx2.AsyncClient(timeout=httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=DEFAULT_CONNECT_TIMEOUT_S),
+                              limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
+                              follow_redirects=True, **http_client_options())
+
+
+def prepare() -> None:
+    """For a thread at start-up: import httpx2 and build the client the first direct request will use (its
+    TLS trust store is most of a client's cost, and OpenSSL loads it without holding the interpreter). An
+    unused client belongs to no event loop yet; the first loop that sends takes it."""
+    client = _new_client()
+    with _prebuilt_lock:
+        if not _prebuilt:
+            _prebuilt.append(client)
+
+
+def _client() -> Any:
     def make() -> Any:
-        return httpx2.AsyncClient(timeout=httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=DEFAULT_CONNECT_TIMEOUT_S),
-                                  limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
-                                  follow_redirects=True, **http_client_options())
+        with _prebuilt_lock:
+            if _prebuilt:
+                return _prebuilt.pop()
+        return _new_client()
 
     return cached_client(("direct-httpx2",), make)
 

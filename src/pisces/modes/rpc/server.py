@@ -13,7 +13,7 @@ import sys
 import threading
 from typing import Any
 
-from pisces.ai.providers import prepare
+from pisces.ai.providers import DIRECT_APIS, prepare, prepare_transport
 from pisces.core.config.trust import project_trust_event
 from pisces.modes.host.framing import parse_line
 from pisces.modes.host.host import ANSWER_TYPES, Client, Host, message
@@ -111,6 +111,9 @@ class RpcServer:
         if settings.ignored_project_settings:  # the host learns what the untrusted project did not get
 
             self._emit(project_trust_event(settings.cwd, settings.project_path, settings.ignored_project_settings))
+        api = self._current_api()
+        if api in DIRECT_APIS:  # what a prompt sent right away needs, while the first commands are answered
+            threading.Thread(target=prepare_transport, args=(api,), name="transport-warm-up", daemon=True).start()
         self._schedule_warm_up(loop)
         held: list[tuple[Any, str | None]] | None = None
         start: asyncio.Future[None] | None = None
