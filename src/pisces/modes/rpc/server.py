@@ -111,9 +111,7 @@ class RpcServer:
         if settings.ignored_project_settings:  # the host learns what the untrusted project did not get
 
             self._emit(project_trust_event(settings.cwd, settings.project_path, settings.ignored_project_settings))
-        api = self._current_api()
-        if api in DIRECT_APIS:  # what a prompt sent right away needs, while the first commands are answered
-            threading.Thread(target=prepare_transport, args=(api,), name="transport-warm-up", daemon=True).start()
+        transport_warmed = False
         self._schedule_warm_up(loop)
         held: list[tuple[Any, str | None]] | None = None
         start: asyncio.Future[None] | None = None
@@ -151,6 +149,14 @@ class RpcServer:
                 # Let the command just started run up to its first real wait, so that a quick async command
                 # (switch_session, new_session, fork) is done before the next line is read, as in pi.
                 await asyncio.sleep(0)
+            if not transport_warmed:
+                # Once the first command is answered (spawn to get_state shares nothing with it): load what a
+                # prompt sent right away needs when it goes without the SDK (providers.direct).
+                transport_warmed = True
+                api = self._current_api()
+                if api in DIRECT_APIS:
+                    threading.Thread(target=prepare_transport, args=(api,), name="transport-warm-up",
+                                     daemon=True).start()
             if self._warmed_api != self._current_api():  # not warmed up for this model's API yet
                 self._schedule_warm_up(loop)
         await self.shutdown()
