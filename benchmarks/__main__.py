@@ -19,6 +19,10 @@ Workloads (sizes as in the issue; ``--tiny`` shrinks them all for the smoke test
                 items, --parallel 4), and through a local Ray cluster when Ray is installed
     sandbox     the bash tool running `true` inside the OS sandbox (Landlock, workspace-write) against the same
                 call unconfined: the sandbox's cost per command
+    long_session
+                1,000 prompts in one process, each a read tool call and a reply: CPU and wall time per prompt
+                at prompts 1-20, 91-110 and 981-1000, RSS after prompt 1, 100 and 1000; pisces with the faux
+                model, then both agents against the scripted LLM (whole sessions, alternating)
     web         a 2000-chunk reply fanned out to 1 and 10 WebSocket clients of ``pisces --mode web`` (deltas
                 profile): time to the last client's agent_end, server CPU time, bytes per client
 
@@ -49,8 +53,9 @@ if __package__ in (None, ""):  # ``python benchmarks/__main__.py``
 
 from benchmarks._common import FULL, RESULTS_DIR, TINY, Config, Results, Sizes, as_dict, find_pi, machine_info
 
-MODULES = ("rpc", "sessions", "grep_find", "compaction", "export", "providers", "web", "batch", "sandbox")
-RPC_MODULES = {"rpc", "sessions", "grep_find", "compaction", "export"}
+MODULES = ("rpc", "sessions", "grep_find", "compaction", "export", "providers", "web", "batch", "sandbox",
+           "long_session")
+RPC_MODULES = {"rpc", "sessions", "grep_find", "compaction", "export", "long_session"}
 
 
 # ---------------------------------------------------------------------------------------------
