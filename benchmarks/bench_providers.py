@@ -18,6 +18,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
@@ -122,24 +123,39 @@ async def _one(model: Model, n: int) -> tuple[float, int]:
     return elapsed, count
 
 
-async def per_event_costs(n: int, reps: int) -> dict[str, dict[str, float]]:
+async def per_event_costs(n: int, reps: int) -> dict[str, dict[str, Any]]:
     from pisces.ai.models import FAUX_MODELS
+    from pisces.ai.providers import DIRECT_APIS
     from pisces.ai.providers.faux import SCRIPT
 
-    results: dict[str, dict[str, float]] = {}
+    results: dict[str, dict[str, Any]] = {}
+    saved = os.environ.get("PISCES_PROVIDER_TRANSPORT")
     with ScriptedServer() as srv:
         for api, (build, suffix) in PROVIDERS.items():
-            model = Model(id="m", name="m", api=api, provider="bench", baseUrl=srv.url + suffix)
-            samples = []
-            events = 0
-            for i in range(reps + 1):
-                srv.push(build(n))
-                elapsed, events = await _one(model, n)
-                if i:  # the first request pays the SDK import and client set-up
-                    samples.append(elapsed)
-            med = statistics.median(samples)
-            results[api] = {"events": events, "ms": med * 1000, "us_per_event": med / events * 1e6,
-                            "samples_ms": [x * 1000 for x in samples]}
+            # through the SDK (as every request once it is imported), and where there is one the direct path
+            # (a process's requests before the SDK is imported: providers.direct)
+            for transport in ("sdk", "direct") if api in DIRECT_APIS else ("sdk",):
+                key = api if transport == "sdk" else f"{api} (direct)"
+                os.environ["PISCES_PROVIDER_TRANSPORT"] = transport
+                model = Model(id="m", name="m", api=api, provider="bench", baseUrl=srv.url + suffix)
+                samples = []
+                events = 0
+                try:
+                    for i in range(reps + 1):
+                        srv.push(build(n))
+                        elapsed, events = await _one(model, n)
+                        if i:  # the first request pays the SDK import and client set-up
+                            samples.append(elapsed)
+                except RuntimeError as exc:
+                    results[key] = {"error": str(exc)[:300]}
+                    continue
+                med = statistics.median(samples)
+                results[key] = {"events": events, "ms": med * 1000, "us_per_event": med / events * 1e6,
+                                "samples_ms": [x * 1000 for x in samples]}
+    if saved is None:
+        os.environ.pop("PISCES_PROVIDER_TRANSPORT", None)
+    else:
+        os.environ["PISCES_PROVIDER_TRANSPORT"] = saved
     samples = []
     for _ in range(reps):
         SCRIPT.reset()
@@ -171,7 +187,11 @@ def run(cfg, res) -> None:
     cfg.log(f"providers: {n} streamed events per request, {reps} requests each")
     costs = asyncio.run(per_event_costs(n, reps))
     for api, r in costs.items():
-        res.add(Figure(f"per_event_{api}_us", f"{api}: cost per streamed event ({n} deltas)", "us",
+        key = f"per_event_{api.replace(' (direct)', '_direct')}_us"
+        if "error" in r:
+            res.skip(key, f"{api}: cost per streamed event", r["error"])
+            continue
+        res.add(Figure(key, f"{api}: cost per streamed event ({n} deltas)", "us",
                        [ms * 1000 / r["events"] for ms in r["samples_ms"]], ref_missing=why,
                        detail={"events": r["events"], "request_ms": r["samples_ms"]}))
 
@@ -189,6 +209,9 @@ def main() -> int:
     costs = asyncio.run(per_event_costs(args.events, args.reps))
     print(f"\n{'provider (' + str(args.events) + ' text deltas)':44} {'ms':>8} {'events':>8} {'µs/event':>10}")
     for api, r in costs.items():
+        if "error" in r:
+            print(f"{api:44} failed: {r['error'][:200]}")
+            continue
         print(f"{api:44} {r['ms']:8.1f} {r['events']:8d} {r['us_per_event']:10.1f}")
     if args.json:
         with open(args.json, "w") as f:

@@ -24,7 +24,7 @@ from typing import Any, AsyncIterator, get_args
 
 import msgspec
 
-from pisces.ai.providers import get_provider, warm
+from pisces.ai.providers import get_provider, warm_for_request
 from pisces.ai.providers._limits import PROGRESS, bound_message
 from pisces.ai.types import (
     AssistantMessage,
@@ -147,8 +147,9 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
         return
 
     # The SDK's first import (up to a second, blocking the loop) happens here, before the idle clock starts:
-    # a first request must not time out on our own start-up cost.
-    warm(model.api)
+    # a first request must not time out on our own start-up cost. Where the request can go without the SDK
+    # (providers.direct), it does not wait for the SDK at all.
+    warm_for_request(model.api)
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     gen = provider.stream(model, context, options)

@@ -97,6 +97,39 @@ def warm(api: str) -> None:
         pass
 
 
+# APIs whose requests ``direct`` can send while their SDK is not imported yet (Azure's client is its own).
+DIRECT_APIS = frozenset({"openai-completions", "openai-responses", "mistral-conversations", "anthropic-messages"})
+
+
+def warm_for_request(api: str) -> None:
+    """Before a request: the provider module, and the SDK too unless the request can be sent without it
+    (``direct``: the SDK is then left to the idle warm-up, and the first reply does not wait 1-2 s for it)."""
+    if api in DIRECT_APIS:
+        from pisces.ai.providers import direct  # noqa: PLC0415 - first request only; direct imports _shared, which imports this package
+
+        if direct.use_direct(SDK_MODULES[api]):
+            try:
+                get_provider(api)
+            except Exception:  # noqa: BLE001 - as in warm: the request reports it
+                pass
+            return
+    warm(api)
+
+
+def prepare_transport(api: str) -> None:
+    """For a thread at start-up: when ``api``'s first request will go without its SDK (``direct``), load what
+    that request needs (httpx2 and a client), a fraction of the SDK's import. Nothing otherwise."""
+    if api not in DIRECT_APIS:
+        return
+    try:
+        from pisces.ai.providers import direct  # noqa: PLC0415 - as in warm_for_request
+
+        if direct.use_direct(SDK_MODULES[api]):
+            direct.prepare()
+    except Exception:  # noqa: BLE001 - as in warm: the request reports it
+        pass
+
+
 _prepared: set[str] = set()
 
 

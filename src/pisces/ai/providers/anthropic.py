@@ -3,11 +3,11 @@
 The request is built as pi 0.73.1 builds it (system prompt and last user block marked
 ``cache_control: ephemeral``, tools with ``eager_input_streaming`` and a cache breakpoint on the last
 one, tool results grouped into one user message). The official SDK sends it (auth, headers, retries,
-HTTP errors); the SSE body is then read raw from the SDK's response, which avoids building a pydantic
-object for every delta.
+HTTP errors) once it is imported; until then ``direct`` sends the same request without it. The SSE
+body is then read raw from the response, which avoids building a pydantic object for every delta.
 
 Events follow pi: ``*_end`` at each ``content_block_stop``; usage from ``message_start`` at once,
-updated by ``message_delta``. The SDK is imported on first use only.
+updated by ``message_delta``. The SDK is imported on first use (or by the idle warm-up) only.
 
 The helpers ``transform_messages``, ``sanitize``, ``resolve_api_key``, ``missing_key_message`` and
 ``cached_client`` are provider-neutral; ``google.py`` uses them too.
@@ -21,7 +21,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 import msgspec
 
 from pisces.ai.gc_pause import gc_paused
-from pisces.ai.providers import import_sdk
+from pisces.ai.providers import direct, import_sdk
 from pisces.ai.providers._limits import aiter_lines, http_client_options
 from pisces.ai.providers._shared import (
     append_text,
@@ -246,6 +246,21 @@ def _client(sdk: Any, model: Model, api_key: str, options: StreamOptions) -> Any
     return cached_client(key, make)
 
 
+def _can_send_direct() -> bool:
+    """``direct`` can stand in for the SDK: it is not imported yet, and no ANTHROPIC_CUSTOM_HEADERS (which
+    only the SDK parses) is set."""
+    return not os.environ.get("ANTHROPIC_CUSTOM_HEADERS") and direct.use_direct("anthropic")
+
+
+async def _open_direct(model: Model, api_key: str, options: StreamOptions, params: dict[str, Any]) -> Any:
+    """The request ``AsyncAnthropic.messages.create(stream=True)`` would send, without the SDK."""
+    base = model.baseUrl or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+    headers = direct.anthropic_headers(api_key, _headers(model, options))
+    timeout = options.timeoutMs / 1000 if options.timeoutMs else None
+    return await direct.post_stream(base.rstrip("/") + "/v1/messages", headers, params,
+                                    max_retries=options.maxRetries, timeout=timeout)
+
+
 # ---------------------------------------------------------------------------------------------
 # Response
 # ---------------------------------------------------------------------------------------------
@@ -397,34 +412,49 @@ class _Parser:
 def _describe_error(sdk: Any, exc: BaseException, model: Model) -> str:
     if isinstance(exc, _StreamFailed):
         return str(exc)
+    if isinstance(exc, direct.StatusError):
+        return _status_text(exc)
+    if isinstance(exc, direct.TimeoutFailure):
+        return f"Request timed out waiting for {model.baseUrl or 'the Anthropic API'}"
+    if isinstance(exc, direct.ConnectionFailure):
+        return _connection_text(exc, model)
     if sdk is None and isinstance(exc, ImportError):
         return f"The anthropic package is not installed ({exc}); install it with: pip install anthropic"
     if sdk is not None and isinstance(exc, sdk.APIStatusError):
-        body = exc.body
-        message: Any = None
-        if isinstance(body, dict):
-            err = body.get("error")
-            message = err.get("message") if isinstance(err, dict) else body.get("message")
-            if message is None and isinstance(err, str):
-                message = err
-        elif isinstance(body, str):
-            message = body.strip()[:2000]
-        if message is None:
-            message = exc.message if body is not None else None
-        text = format_http_error(exc.status_code, message if isinstance(message, str) else str(message or ""))
-        return with_retry_after(text, exc)
+        return _status_text(exc)
     if sdk is not None and isinstance(exc, sdk.APITimeoutError):
         return f"Request timed out waiting for {model.baseUrl or 'the Anthropic API'}"
     if sdk is not None and isinstance(exc, sdk.APIConnectionError):
-        cause = exc.__cause__
-        detail = (str(cause).strip() or type(cause).__name__) if cause is not None else ""
-        where = model.baseUrl or "the Anthropic API"
-        return f"Connection error: could not reach {where}" + (f" ({detail})" if detail else "")
+        return _connection_text(exc, model)
     transport = describe_transport_error(exc)
     if transport:
         return transport
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _status_text(exc: Any) -> str:
+    """An HTTP error (the SDK's APIStatusError or direct's StatusError: ``status_code``, ``body``, ``message``)."""
+    body = exc.body
+    message: Any = None
+    if isinstance(body, dict):
+        err = body.get("error")
+        message = err.get("message") if isinstance(err, dict) else body.get("message")
+        if message is None and isinstance(err, str):
+            message = err
+    elif isinstance(body, str):
+        message = body.strip()[:2000]
+    if message is None:
+        message = exc.message if body is not None else None
+    text = format_http_error(exc.status_code, message if isinstance(message, str) else str(message or ""))
+    return with_retry_after(text, exc)
+
+
+def _connection_text(exc: BaseException, model: Model) -> str:
+    cause = exc.__cause__
+    detail = (str(cause).strip() or type(cause).__name__) if cause is not None else ""
+    where = model.baseUrl or "the Anthropic API"
+    return f"Connection error: could not reach {where}" + (f" ({detail})" if detail else "")
 
 
 async def stream(model: Model, context: Context, options: StreamOptions, *,
@@ -446,14 +476,17 @@ async def stream(model: Model, context: Context, options: StreamOptions, *,
     response: Any = None
     error: str | None = None
     try:
-        sdk = import_sdk("anthropic")
-
-        params = await payload_hook(options, build_params(model, context, options))
-        client = _client(sdk, model, api_key, options) if make_client is None else await make_client(sdk)
-        # Only the core arguments go through the SDK's signature (which changes between SDK versions:
-        # 2.x dropped ``temperature``); the rest is sent as-is in the body.
-        core = {k: params.pop(k) for k in ("model", "messages", "max_tokens", "stream")}
-        response = (await client.messages.create(**core, extra_body=params or None)).response
+        if make_client is None and _can_send_direct():
+            params = await payload_hook(options, build_params(model, context, options))
+            response = await _open_direct(model, api_key, options, params)
+        else:
+            sdk = import_sdk("anthropic")
+            params = await payload_hook(options, build_params(model, context, options))
+            client = _client(sdk, model, api_key, options) if make_client is None else await make_client(sdk)
+            # Only the core arguments go through the SDK's signature (which changes between SDK versions:
+            # 2.x dropped ``temperature``); the rest is sent as-is in the body.
+            core = {k: params.pop(k) for k in ("model", "messages", "max_tokens", "stream")}
+            response = (await client.messages.create(**core, extra_body=params or None)).response
         parser = _Parser(model, out)
         decode = msgspec.json.decode
         async for _name, data in iter_sse(response):

@@ -76,6 +76,10 @@ class FauxScript:
         self._loop_index = 0
         self.requests: list[Context] = []
         self.requesters: list[tuple[str, ...]] = []  # parallel to ``requests``: who asked (empty: main)
+        # Contexts are kept for in-process tests; a process serving a script file has nobody to read them,
+        # and a long session would keep every request's message list (memory quadratic in its length).
+        self.record_requests = True
+        self.request_count = 0
         self.subagents: dict[str, deque[FauxResponse]] = {}
         self.default: FauxResponse | None = None
         self.source: str | None = None  # the script file loaded, if any
@@ -88,6 +92,8 @@ class FauxScript:
         self.loop_responses = None
         self._loop_index = 0
         self.requests.clear()
+        self.record_requests = True
+        self.request_count = 0
         self.default = None
 
     def enqueue(self, *responses: FauxResponse) -> None:
@@ -152,6 +158,7 @@ class FauxScript:
         else:
             self.enqueue(*data)
         self.source = path
+        self.record_requests = False
 
 
 SCRIPT = FauxScript()
@@ -179,24 +186,45 @@ def _blocks(r: dict) -> list[dict]:
     return blocks
 
 
+def _message_chars(m: Any) -> int:
+    n = 0
+    if isinstance(m, (UserMessage, ToolResultMessage)):
+        content = m.content
+        if isinstance(content, str):
+            return len(content)
+        for b in content:
+            n += len(b.text) if isinstance(b, TextContent) else 4800 if isinstance(b, ImageContent) else 0
+        return n
+    for part in m.content:
+        if isinstance(part, TextContent):
+            n += len(part.text)
+        elif isinstance(part, ThinkingContent):
+            n += len(part.thinking)
+        elif isinstance(part, ToolCall):
+            n += len(part.name) + len(json.dumps(part.arguments))
+    return n
+
+
+# Each message's size, counted once: a request's context is the previous one plus a few messages, so a long
+# session would otherwise recount every message at every request. Keyed by identity (the message is kept with
+# its count, so an id is never reused while cached); a message of the context is complete, never grown again.
+_CHARS: dict[int, tuple[Any, int]] = {}
+_CHARS_MAX = 200_000
+
+
 def _context_chars(context: Context) -> int:
     n = len(context.systemPrompt) if isinstance(context.systemPrompt, str) else 0
+    cache = _CHARS
     for m in context.messages:
-        if isinstance(m, (UserMessage, ToolResultMessage)):
-            content = m.content
-            if isinstance(content, str):
-                n += len(content)
-            else:
-                for b in content:
-                    n += len(b.text) if isinstance(b, TextContent) else 4800 if isinstance(b, ImageContent) else 0
-        else:
-            for part in m.content:
-                if isinstance(part, TextContent):
-                    n += len(part.text)
-                elif isinstance(part, ThinkingContent):
-                    n += len(part.thinking)
-                elif isinstance(part, ToolCall):
-                    n += len(part.name) + len(json.dumps(part.arguments))
+        hit = cache.get(id(m))
+        if hit is not None and hit[0] is m:
+            n += hit[1]
+            continue
+        count = _message_chars(m)
+        if len(cache) >= _CHARS_MAX:
+            cache.clear()
+        cache[id(m)] = (m, count)
+        n += count
     return n
 
 
@@ -211,17 +239,19 @@ _call_counter = [0]
 
 async def stream(model: Model, context: Context, options: StreamOptions) -> AsyncIterator[Any]:
     requester = tuple(getattr(options, "requester", ()) or ())
-    SCRIPT.requests.append(context)
-    SCRIPT.requesters.append(requester)
+    SCRIPT.request_count += 1
+    if SCRIPT.record_requests:
+        SCRIPT.requests.append(context)
+        SCRIPT.requesters.append(requester)
     out = new_output(model)
-    out.responseId = f"faux-{len(SCRIPT.requests)}"
+    out.responseId = f"faux-{SCRIPT.request_count}"
     yield StartEvent(partial=out)
     keyed = SCRIPT.subagent_queue(requester) if requester else None
     response = SCRIPT.next(requester)
     if response is None:
         out.stopReason = "error"
         whose = f" for subagent '{keyed[0]}'" if keyed is not None else ""
-        out.errorMessage = (f"faux: no scripted response left{whose} (request {len(SCRIPT.requests)}); "
+        out.errorMessage = (f"faux: no scripted response left{whose} (request {SCRIPT.request_count}); "
                             "queue one with pisces.ai.providers.faux.SCRIPT.enqueue() or --faux-script FILE")
         yield ErrorEvent(reason="error", error=out)
         return

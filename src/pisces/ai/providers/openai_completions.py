@@ -1,10 +1,10 @@
 """``openai-completions``: the OpenAI Chat Completions wire (also any OpenAI-compatible server: ollama, vLLM,
 llama.cpp, OpenRouter, ...), with pi's request shape and event sequence.
 
-The official ``openai`` SDK sends the request (auth, headers, retries, HTTP errors) and is imported lazily on
-first use. The SSE body is read raw from the SDK's response and parsed here: dicts are cheaper than the SDK's
-models, expose the non-standard fields (``reasoning_content``...), and a U+2028 inside a JSON string stays
-content (line splitting is on LF only).
+The official ``openai`` SDK sends the request (auth, headers, retries, HTTP errors) once it is imported; until
+then (a first prompt right after start-up) ``direct`` sends the same request without it. The SSE body is read
+raw from the response and parsed here: dicts are cheaper than the SDK's models, expose the non-standard fields
+(``reasoning_content``...), and a U+2028 inside a JSON string stays content (line splitting is on LF only).
 
 pi quirk kept on this wire: every ``*_end`` event is emitted after the stream has ended, in content order.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import re
 import sys
 import weakref
@@ -24,7 +25,7 @@ from typing import Any, AsyncIterator, Callable
 import msgspec
 
 from pisces.ai.gc_pause import gc_paused
-from pisces.ai.providers import import_sdk
+from pisces.ai.providers import direct, import_sdk
 from pisces.ai.providers._limits import aiter_lines, http_client_options
 from pisces.ai.providers._shared import (
     append_text,
@@ -131,6 +132,8 @@ async def open_stream(model: Model, options: StreamOptions, path: str, body: dic
     api_key = resolve_api_key(model, options)
     if not api_key:
         raise ProviderError(missing_key_message(model.provider))
+    if make_client is None and direct.use_direct("openai"):
+        return await _open_direct(model, options, path, body, api_key)
     try:
         client = (make_client or get_client)(model, api_key)
         import httpx2  # noqa: PLC0415 - the SDK's HTTP client, already imported with it
@@ -140,16 +143,38 @@ async def open_stream(model: Model, options: StreamOptions, path: str, body: dic
     except ValueError as exc:
         raise ProviderError(str(exc)) from exc
 
-    headers: dict[str, str] = dict(model.headers) if isinstance(model.headers, dict) else {}
-    if model.api == "openai-completions":
-        headers.update(extra_headers(model, api_key, options.sessionId, get_compat(model)))
-    headers.update(options.headers or {})
+    headers = _request_headers(model, options, api_key)
     req: dict[str, Any] = {"max_retries": options.maxRetries}
     if headers:
         req["headers"] = headers
     if options.timeoutMs:
         req["timeout"] = options.timeoutMs / 1000
     response = await client.post(path, cast_to=httpx2.Response, body=body, options=req, stream=True)
+    return await _expect_stream(response)
+
+
+def _request_headers(model: Model, options: StreamOptions, api_key: str) -> dict[str, str]:
+    headers: dict[str, str] = dict(model.headers) if isinstance(model.headers, dict) else {}
+    if model.api == "openai-completions":
+        headers.update(extra_headers(model, api_key, options.sessionId, get_compat(model)))
+    headers.update(options.headers or {})
+    return headers
+
+
+async def _open_direct(model: Model, options: StreamOptions, path: str, body: dict[str, Any], api_key: str) -> Any:
+    """The same request as ``AsyncOpenAI`` would send, without importing the SDK (see ``direct``)."""
+    try:
+        base = resolve_base_url(model) or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    except ValueError as exc:
+        raise ProviderError(str(exc)) from exc
+    url = base.rstrip("/") + "/" + path.lstrip("/")
+    headers = direct.openai_headers(api_key, _request_headers(model, options, api_key))
+    timeout = options.timeoutMs / 1000 if options.timeoutMs else None
+    response = await direct.post_stream(url, headers, body, max_retries=options.maxRetries, timeout=timeout)
+    return await _expect_stream(response)
+
+
+async def _expect_stream(response: Any) -> Any:
     if "json" in response.headers.get("content-type", ""):  # a 200 that is not a stream: some proxies' errors
         try:
             data = json.loads(await response.aread() or b"null")
@@ -233,17 +258,21 @@ def describe_error(exc: BaseException, where: str = "") -> str:
     host could not be reached."""
     if isinstance(exc, ProviderError):
         return str(exc)
-    openai = sys.modules.get("openai")
     target = where or "the OpenAI API"
+    if isinstance(exc, direct.StatusError):
+        return with_retry_after(_status_message(exc), exc)
+    if isinstance(exc, direct.TimeoutFailure):
+        return f"Request timed out waiting for {target}"
+    if isinstance(exc, direct.ConnectionFailure):
+        return _connection_message(exc, target)
+    openai = sys.modules.get("openai")
     if openai is not None:
         if isinstance(exc, openai.APIStatusError):
             return with_retry_after(_status_message(exc), exc)
         if isinstance(exc, openai.APITimeoutError):
             return f"Request timed out waiting for {target}"
         if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__
-            detail = (str(cause).strip() or type(cause).__name__) if cause is not None else ""
-            return f"Connection error: could not reach {target}" + (f" ({detail})" if detail else "")
+            return _connection_message(exc, target)
         if isinstance(exc, openai.APIError):
             return exc.message or type(exc).__name__
     httpx2 = sys.modules.get("httpx2")
@@ -253,6 +282,12 @@ def describe_error(exc: BaseException, where: str = "") -> str:
         if isinstance(exc, httpx2.TransportError):
             return f"Connection lost: {exc}" if str(exc) else f"Connection lost ({type(exc).__name__})"
     return str(exc).strip() or type(exc).__name__
+
+
+def _connection_message(exc: BaseException, target: str) -> str:
+    cause = exc.__cause__
+    detail = (str(cause).strip() or type(cause).__name__) if cause is not None else ""
+    return f"Connection error: could not reach {target}" + (f" ({detail})" if detail else "")
 
 
 async def close_response(response: Any) -> None:

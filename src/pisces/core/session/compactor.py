@@ -35,7 +35,7 @@ from pisces.core.compaction.summarize import (
 )
 from pisces.core.compaction.tokens import estimate_context_tokens, usage_tokens
 from pisces.core.errors import SessionError
-from pisces.core.store import CompactionEntry, entry_type, iso_to_ms, latest_compaction
+from pisces.core.store import CompactionEntry, entry_type, iso_to_ms
 
 if TYPE_CHECKING:
     from pisces.core.session.ports import CompactionHost
@@ -267,11 +267,11 @@ class Compactor:
         """Whether ``message`` predates the latest compaction (its usage or error describes a context that
         no longer exists). Decided by position on the branch, so a reply in the same millisecond as the
         compaction is told apart; by timestamp for a message the branch does not hold."""
-        branch = self.session.store.get_branch()
-        compaction = latest_compaction(branch)
+        store = self.session.store
+        compaction = store.latest_compaction()  # kept per entry by the store: no walk over the whole branch
         if compaction is None:
             return False, None
-        for entry in reversed(branch):
+        for entry in store.walk_back():  # from the leaf: the reply just appended is met at once
             if entry is compaction:
                 return True, compaction
             if getattr(entry, "message", None) is message:

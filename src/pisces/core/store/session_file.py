@@ -221,6 +221,7 @@ class SessionManager:
 
     def _build_index(self) -> None:
         self._by_id = {}
+        self._compaction_of: dict[str, str | None] = {}  # entry id -> the last compaction on its path
         self._labels = {}
         self._label_times = {}
         self._leaf_id = None
@@ -231,6 +232,9 @@ class SessionManager:
 
     def _index(self, entry: SessionEntry) -> None:
         self._by_id[entry.id] = entry
+        parent = entry.parentId
+        self._compaction_of[entry.id] = (entry.id if isinstance(entry, CompactionEntry)
+                                         else self._compaction_of.get(parent) if parent else None)
         self._leaf_id = entry.id
         if not self._has_assistant and _is_assistant_entry(entry):
             self._has_assistant = True
@@ -500,6 +504,21 @@ class SessionManager:
         """Root -> ``from_id`` (default: the leaf), every entry type included. Empty for an unknown id."""
         start = from_id if from_id is not None else self._leaf_id
         return path_to(self._by_id.get(start) if start else None, self._by_id)
+
+    def latest_compaction(self) -> CompactionEntry | None:
+        """The last compaction on the path root -> leaf (``latest_compaction(get_branch())``), without the walk."""
+        found = self._compaction_of.get(self._leaf_id) if self._leaf_id else None
+        entry = self._by_id.get(found) if found else None
+        return entry if isinstance(entry, CompactionEntry) else None
+
+    def walk_back(self) -> Any:
+        """The entries from the leaf up to the root, one at a time (``reversed(get_branch())``, lazily)."""
+        seen: set[str] = set()
+        current = self._by_id.get(self._leaf_id) if self._leaf_id else None
+        while current is not None and current.id not in seen:
+            seen.add(current.id)
+            yield current
+            current = self._by_id.get(current.parentId) if current.parentId else None
 
     def build_session_context(self) -> SessionContext:
         """What the LLM sees from the current leaf (see :func:`build_session_context`)."""

@@ -242,6 +242,16 @@ class Glob:
             simple = (simple[0], simple[1].lower())
         self._simple = simple
 
+    @property
+    def simple(self) -> tuple[str, str] | None:
+        """``(kind, literal)`` when the glob is matched with string methods (the literal lower-cased when
+        case is ignored), else None."""
+        return self._simple
+
+    @property
+    def ignore_case(self) -> bool:
+        return self._ignore_case
+
     def match(self, text: str) -> bool:
         simple = self._simple
         # RE2 folds case by Unicode rules (the Kelvin sign is a "k"): ASCII text only on the fast path

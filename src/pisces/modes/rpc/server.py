@@ -13,7 +13,7 @@ import sys
 import threading
 from typing import Any
 
-from pisces.ai.providers import prepare
+from pisces.ai.providers import DIRECT_APIS, prepare, prepare_transport
 from pisces.core.config.trust import project_trust_event
 from pisces.modes.host.framing import parse_line
 from pisces.modes.host.host import ANSWER_TYPES, Client, Host, message
@@ -111,6 +111,7 @@ class RpcServer:
         if settings.ignored_project_settings:  # the host learns what the untrusted project did not get
 
             self._emit(project_trust_event(settings.cwd, settings.project_path, settings.ignored_project_settings))
+        transport_warmed = False
         self._schedule_warm_up(loop)
         held: list[tuple[Any, str | None]] | None = None
         start: asyncio.Future[None] | None = None
@@ -148,6 +149,14 @@ class RpcServer:
                 # Let the command just started run up to its first real wait, so that a quick async command
                 # (switch_session, new_session, fork) is done before the next line is read, as in pi.
                 await asyncio.sleep(0)
+            if not transport_warmed:
+                # Once the first command is answered (spawn to get_state shares nothing with it): load what a
+                # prompt sent right away needs when it goes without the SDK (providers.direct).
+                transport_warmed = True
+                api = self._current_api()
+                if api in DIRECT_APIS:
+                    threading.Thread(target=prepare_transport, args=(api,), name="transport-warm-up",
+                                     daemon=True).start()
             if self._warmed_api != self._current_api():  # not warmed up for this model's API yet
                 self._schedule_warm_up(loop)
         await self.shutdown()
@@ -180,6 +189,11 @@ class RpcServer:
         self._warm_timer = None
         api = self._current_api()
         if api == self._warmed_api:
+            return
+        if getattr(self.session, "is_streaming", False):
+            # A reply is streaming (its request went without the SDK, see providers.direct): importing now
+            # would take the interpreter from it; look again once it may be over.
+            self._warm_timer = asyncio.get_running_loop().call_later(WARM_UP_IDLE_S, self._warm_provider)
             return
         first = self._warmed_api is None
         self._warmed_api = api
