@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import stat
 import sys
 
@@ -14,18 +13,10 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from mcpkit import SERVERS, until
+
 from pisces.core.mcp import cache
 from pisces.core.session.build import create_agent_session_async
-
-SERVERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "servers.py")
-
-
-async def until(pred, timeout=120.0):
-    for _ in range(int(timeout * 20)):
-        if pred():
-            return True
-        await asyncio.sleep(0.05)
-    return pred()
 
 
 async def test_the_next_session_offers_the_cached_tools_and_a_call_waits_for_the_server(tmp_path, monkeypatch):

@@ -17,17 +17,9 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from mcpkit import until
+
 from pisces.core.session.build import create_agent_session_async
-
-
-async def until(pred, timeout=120.0):
-    import asyncio
-
-    for _ in range(int(timeout * 20)):
-        if pred():
-            return True
-        await asyncio.sleep(0.05)
-    return pred()
 
 
 def alive(pid: int) -> bool:

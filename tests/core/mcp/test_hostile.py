@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -16,19 +15,11 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from mcpkit import SERVERS, until
+
 from pisces.agent.types import ToolError
 from pisces.ai.abort import AbortSignal
 from pisces.core.session.build import create_agent_session_async
-
-SERVERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "servers.py")
-
-
-async def until(pred, timeout=120.0):
-    for _ in range(int(timeout * 20)):
-        if pred():
-            return True
-        await asyncio.sleep(0.05)
-    return pred()
 
 
 def peak_rss_kb() -> int:

@@ -6,26 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 
 import pytest
 
 pytest.importorskip("mcp")
 
+from mcpkit import SERVERS, until
+
 from pisces.core.approval.policy import tier_of
 from pisces.core.approval.rules import glob_match
 from pisces.core.session.build import create_agent_session_async
-
-SERVERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "servers.py")
-
-
-async def until(pred, timeout=120.0):
-    for _ in range(int(timeout * 20)):
-        if pred():
-            return True
-        await asyncio.sleep(0.05)
-    return pred()
 
 
 @pytest.fixture

@@ -24,6 +24,8 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from mcpkit import until
+
 from pisces.core.mcp.config import parse_server
 from pisces.core.mcp.oauth import FileStorage, login
 from pisces.core.session.build import create_agent_session_async
@@ -64,14 +66,6 @@ def follow(url: str) -> None:
     """The browser: GET the authorization URL and follow the redirect to pisces' callback."""
     r = httpx.get(url, follow_redirects=True, timeout=30)
     assert r.status_code == 200 and "authorized" in r.text, r.text
-
-
-async def until(pred, timeout=120.0):
-    for _ in range(int(timeout * 20)):
-        if pred():
-            return True
-        await asyncio.sleep(0.05)
-    return pred()
 
 
 class Notes:

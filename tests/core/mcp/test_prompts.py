@@ -7,26 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 
 import pytest
 
 pytest.importorskip("mcp")
 
+from mcpkit import SERVERS, until
+
 from pisces.core.errors import SessionError
 from pisces.core.mcp.prompts import bind_arguments, references
 from pisces.core.session.build import create_agent_session_async
-
-SERVERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "servers.py")
-
-
-async def until(pred, timeout=120.0):
-    for _ in range(int(timeout * 20)):
-        if pred():
-            return True
-        await asyncio.sleep(0.05)
-    return pred()
 
 
 def test_arguments_bind_in_order_by_name_and_the_last_takes_the_rest():
