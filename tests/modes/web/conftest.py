@@ -15,3 +15,16 @@ from e2eproc import Home  # noqa: E402
 @pytest.fixture
 def home(tmp_path):
     return Home(str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for a test module (skipped when it cannot start here)."""
+    from cdp import Chromium
+
+    try:
+        b = Chromium.launch()
+    except (OSError, RuntimeError) as exc:  # present but unable to start here
+        pytest.skip(f"chromium cannot start: {exc}")
+    yield b
+    b.close()

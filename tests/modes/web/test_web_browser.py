@@ -9,32 +9,12 @@ import json
 import os
 import threading
 
-import pytest
-from cdp import Chromium, find_chromium
+from browserkit import needs_chromium, shot
 from webproc import WebProc
 
 from scripted_server import Gate, Reply
 
-pytestmark = pytest.mark.skipif(find_chromium() is None,
-                                reason="no chromium here (apt-get install chromium; .ci/run installs it)")
-
-SHOTS = os.environ.get("PISCES_WEB_SCREENSHOTS")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    try:
-        b = Chromium.launch()
-    except (OSError, RuntimeError) as exc:  # present but unable to start here
-        pytest.skip(f"chromium cannot start: {exc}")
-    yield b
-    b.close()
-
-
-def shot(page, name: str) -> None:
-    if SHOTS:
-        os.makedirs(SHOTS, exist_ok=True)
-        page.screenshot(os.path.join(SHOTS, name + ".png"))
+pytestmark = needs_chromium
 
 
 def open_ui(browser, w: WebProc, width: int = 1200, height: int = 820, mobile: bool = False, pair: bool = True):

@@ -19,32 +19,13 @@ import subprocess
 import threading
 
 import pytest
-from cdp import Chromium, find_chromium
+from browserkit import LIVE, needs_chromium, shot
 from webproc import PISCES, WebProc
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from pisces.modes.web.port import HIGH, LOW, candidates
 
-pytestmark = pytest.mark.skipif(find_chromium() is None,
-                                reason="no chromium here (apt-get install chromium; .ci/run installs it)")
-SHOTS = os.environ.get("PISCES_WEB_SCREENSHOTS")
-LIVE = "document.querySelector('#conn.live') && window.PiscesApp.state.lastSeq !== null"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    try:
-        b = Chromium.launch()
-    except (OSError, RuntimeError) as exc:
-        pytest.skip(f"chromium cannot start: {exc}")
-    yield b
-    b.close()
-
-
-def shot(page, name: str) -> None:
-    if SHOTS:
-        os.makedirs(SHOTS, exist_ok=True)
-        page.screenshot(os.path.join(SHOTS, name + ".png"))
+pytestmark = needs_chromium
 
 
 def cli(home, *words: str) -> subprocess.CompletedProcess:

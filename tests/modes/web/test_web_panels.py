@@ -13,30 +13,11 @@ import os
 import sys
 
 import pytest
-from cdp import Chromium, find_chromium
+from browserkit import LIVE, needs_chromium, shot
 from webproc import WebProc
 
-pytestmark = pytest.mark.skipif(find_chromium() is None,
-                                reason="no chromium here (apt-get install chromium; .ci/run installs it)")
-SHOTS = os.environ.get("PISCES_WEB_SCREENSHOTS")
-LIVE = "document.querySelector('#conn.live') && window.PiscesApp.state.lastSeq !== null"
+pytestmark = needs_chromium
 SERVERS = os.path.join(os.path.dirname(__file__), "..", "..", "core", "mcp", "servers.py")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    try:
-        b = Chromium.launch()
-    except (OSError, RuntimeError) as exc:
-        pytest.skip(f"chromium cannot start: {exc}")
-    yield b
-    b.close()
-
-
-def shot(page, name: str) -> None:
-    if SHOTS:
-        os.makedirs(SHOTS, exist_ok=True)
-        page.screenshot(os.path.join(SHOTS, name + ".png"))
 
 
 def tasks(page) -> list[list[str]]:
