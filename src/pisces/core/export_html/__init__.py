@@ -56,8 +56,10 @@ _encoder = msgspec.json.Encoder(enc_hook=_enc_hook)
 def _script_safe_json(data: bytes) -> bytes:
     """JSON that cannot end its ``<script>`` element or be misread as markup. ``< > &`` only occur inside
     strings in JSON, where ``\\u003c`` etc. mean the same character."""
-    return (data.replace(b"&", b"\\u0026").replace(b"<", b"\\u003c").replace(b">", b"\\u003e")
-            .replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029"))
+    data = data.replace(b"&", b"\\u0026").replace(b"<", b"\\u003c").replace(b">", b"\\u003e")
+    if b"\xe2" not in data:  # no byte that starts U+2028 or U+2029: skip two slow 3-byte searches (~3 ms on 2 MB)
+        return data
+    return data.replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
 
 
 def _read_bytes(*parts: str) -> bytes:
@@ -80,7 +82,8 @@ def _inline_js(source: str) -> str:
     """A script's text made safe to inline: no ``<!--``, ``<script`` or ``</script`` in it, which the HTML
     parser would act on. In the vendored files these only occur inside regular expression literals, where
     ``\\x3C`` means ``<``."""
-    source = re.sub(r"^//# sourceMappingURL=.*$", "", source, flags=re.M)
+    if "sourceMappingURL" in source:  # the multi-line search costs ~1 ms over these files; skip it when moot
+        source = re.sub(r"^//# sourceMappingURL=.*$", "", source, flags=re.M)
     source = re.sub(r"<(?=!--|/?script)", r"\\x3C", source, flags=re.I)
     return source
 
@@ -167,7 +170,9 @@ def default_output_path(session_file: str) -> str:
 
 def _write(path: str, data: bytes) -> None:
     try:
-        write_atomic(path, data)  # never into a FIFO or a device; a failed write leaves the old page whole
+        # never into a FIFO or a device; a failed write leaves the old page whole. Not fsynced: the page can be
+        # exported again, and the two fsyncs of a 2 MB page cost more than the whole rest of an export.
+        write_atomic(path, data, durable=False)
     except OSError as exc:
         raise ExportError(f"Cannot write {path}: {exc.strerror or exc}") from exc
 
