@@ -204,14 +204,17 @@ def _current_umask() -> int:
     return _umask
 
 
-def write_atomic(path: str, data: bytes, *, mode: int | None = None, new_mode: int | None = None) -> str:
+def write_atomic(path: str, data: bytes, *, mode: int | None = None, new_mode: int | None = None,
+                 durable: bool = True) -> str:
     """Replace (or create) the regular file ``path`` with ``data`` atomically; returns the path written
     (the link's target when ``path`` is a symbolic link).
 
     The new file keeps the old one's permission bits (``mode`` overrides them); a new file gets
     ``new_mode`` (default: 0o666 less the umask, as ``open`` would create it). A file the user may not write
     is refused (EACCES), as an in-place write would be. On any failure the original is left as it was and
-    the temporary file is removed; the OSError propagates."""
+    the temporary file is removed; the OSError propagates. ``durable=False`` skips the two fsyncs (file and
+    directory) for output that can be made again (an HTML export): the replacement is still all-or-nothing
+    for a failed write, but a power cut just after it may lose the new file."""
     target, st = existing_target(path)
     if st is not None and not os.access(target, os.W_OK):
         # a rename would replace a file its owner made read-only: refuse as writing it in place would
@@ -244,7 +247,8 @@ def write_atomic(path: str, data: bytes, *, mode: int | None = None, new_mode: i
                     os.fchown(fd, st.st_uid, st.st_gid)
                 except OSError:
                     pass
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, target)
@@ -254,7 +258,8 @@ def write_atomic(path: str, data: bytes, *, mode: int | None = None, new_mode: i
         except OSError:
             pass
         raise
-    _fsync_dir(directory)
+    if durable:
+        _fsync_dir(directory)
     return target
 
 

@@ -47,8 +47,13 @@ class LazyTool(AgentTool):
         return self.load().label
 
     @property
-    def description(self) -> str:  # type: ignore[override]  # read-only: reading it loads the tool
-        return self.load().description
+    def description(self) -> str:  # type: ignore[override]  # read-only
+        """A default tool's text from ``descriptions`` (the system prompt and an export read it without
+        loading the tool); any other tool is loaded to read it."""
+        from pisces.core.tools.descriptions import BY_CLASS  # noqa: PLC0415 - a few strings, first asked after start-up
+
+        text = BY_CLASS.get(self._cls_name)
+        return text if text is not None else self.load().description
 
     @property
     def parameters(self) -> dict[str, Any]:  # type: ignore[override]  # read-only: reading it loads the tool

@@ -20,7 +20,8 @@ from pisces.core.tools.bash_exec import OutputAccumulator, OutputSnapshot, Shell
 
 from ._common import text_result
 from .backends import BackendError, ShellBackend
-from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, js_number
+from .descriptions import BASH_DESCRIPTION
+from .truncate import DEFAULT_MAX_BYTES, format_size, js_number
 
 BASH_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -31,11 +32,6 @@ BASH_SCHEMA: dict[str, Any] = {
     },
 }
 
-BASH_DESCRIPTION = (
-    f"Execute a bash command in the current working directory. Returns stdout and stderr. Output is truncated to "
-    f"last {DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first). If truncated, full "
-    "output is saved to a temp file. Optionally provide a timeout in seconds."
-)
 
 UPDATE_THROTTLE = 0.1  # seconds
 

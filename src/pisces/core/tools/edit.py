@@ -25,6 +25,7 @@ from pisces.core.safe_open import (
 )
 
 from ._common import await_abortable, check_aborted, run_abortable
+from .descriptions import EDIT_DESCRIPTION
 from .edit_diff import (
     EditError,
     apply_edits,
@@ -74,12 +75,6 @@ EDIT_SCHEMA: dict[str, Any] = {
     },
     "additionalProperties": False,
 }
-
-EDIT_DESCRIPTION = (
-    "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping "
-    "region of the original file. If two changes affect the same block or nearby lines, merge them into one edit "
-    "instead of emitting overlapping edits. Do not include large unchanged regions just to connect distant changes."
-)
 
 
 def prepare_edit_arguments(args: Any) -> Any:

@@ -23,6 +23,7 @@ from pisces.ai.types import ImageContent, TextContent
 from pisces.core.safe_open import NotRegularFileError, open_regular
 
 from ._common import OPERATION_ABORTED, await_abortable, run_abortable, text_result
+from .descriptions import READ_DESCRIPTION
 from .paths import node_error_message, not_regular_message, resolve_read_path
 from .truncate import (
     DEFAULT_MAX_BYTES,
@@ -47,12 +48,6 @@ READ_SCHEMA: dict[str, Any] = {
     },
 }
 
-READ_DESCRIPTION = (
-    "Read the contents of a file. Supports text files and images (jpg, png, gif, webp). Images are sent as "
-    f"attachments. For text files, output is truncated to {DEFAULT_MAX_LINES} lines or "
-    f"{DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first). Use offset/limit for large files. When you need "
-    "the full file, continue with offset until complete."
-)
 
 # An image whose base64 is this big is omitted (pi first tries to shrink it; see _image_content).
 IMAGE_MAX_BASE64_BYTES = int(4.5 * 1024 * 1024)

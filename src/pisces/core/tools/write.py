@@ -12,6 +12,7 @@ from pisces.ai.types import TextContent
 from pisces.core.safe_open import NotRegularFileError, write_atomic
 
 from ._common import await_abortable, check_aborted, run_abortable
+from .descriptions import WRITE_DESCRIPTION
 from .paths import file_mutation_queue, node_error_message, not_regular_message, resolve_to_cwd, write_error_message
 
 if TYPE_CHECKING:
@@ -25,9 +26,6 @@ WRITE_SCHEMA: dict[str, Any] = {
         "content": {"type": "string", "description": "Content to write to the file"},
     },
 }
-
-WRITE_DESCRIPTION = ("Write content to a file. Creates the file if it doesn't exist, overwrites if it does. "
-                     "Automatically creates parent directories.")
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # written as U+FFFD, as Node does
