@@ -213,6 +213,8 @@ def _merge(base: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------
 _prebuilt: list[Any] = []  # a client built by ``prepare`` on a thread, not yet taken by an event loop
 _prebuilt_lock = threading.Lock()
+_preparing: list[threading.Event] = []  # set when ``prepare`` is over (built, or failed)
+PREPARE_WAIT_S = 5.0  # the longest a first request waits for ``prepare`` before building a client itself
 
 
 def _new_client() -> Any:
@@ -227,10 +229,30 @@ def prepare() -> None:
     """For a thread at start-up: import httpx2 and build the client the first direct request will use (its
     TLS trust store is most of a client's cost, and OpenSSL loads it without holding the interpreter). An
     unused client belongs to no event loop yet; the first loop that sends takes it."""
-    client = _new_client()
+    done = threading.Event()
     with _prebuilt_lock:
-        if not _prebuilt:
-            _prebuilt.append(client)
+        _preparing.append(done)
+    try:
+        client = _new_client()
+        with _prebuilt_lock:
+            if not _prebuilt:
+                _prebuilt.append(client)
+    finally:
+        done.set()
+
+
+async def _await_prepare() -> None:
+    """A request that comes while ``prepare`` is still building the client (a prompt sent right after
+    start-up) waits for that client instead of building a second one beside it: the import is the thread's
+    either way, and a second trust store load would only take the processor from it. The loop keeps serving
+    meanwhile (polled, no thread); bounded by ``PREPARE_WAIT_S``, then the request builds its own."""
+    with _prebuilt_lock:
+        pending = [e for e in _preparing if not e.is_set()]
+    if not pending:
+        return
+    deadline = time.monotonic() + PREPARE_WAIT_S
+    while not pending[-1].is_set() and time.monotonic() < deadline:
+        await asyncio.sleep(0.002)
 
 
 def _client() -> Any:
@@ -289,6 +311,7 @@ async def post_stream(url: str, headers: dict[str, str], body: Any, *, max_retri
     SDK; raises StatusError, TimeoutFailure or ConnectionFailure."""
     import httpx2  # noqa: PLC0415 - the HTTP client, loaded with the first direct request
 
+    await _await_prepare()
     client = _client()
     content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=True).encode("utf-8")
     retries = 2 if max_retries is None else max(0, max_retries)

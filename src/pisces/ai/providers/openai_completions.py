@@ -26,7 +26,7 @@ import msgspec
 
 from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import direct, import_sdk
-from pisces.ai.providers._limits import aiter_lines, http_client_options
+from pisces.ai.providers._limits import body_chunks, http_client_options
 from pisces.ai.providers._shared import (
     append_text,
     append_thinking,
@@ -190,28 +190,46 @@ async def _expect_stream(response: Any) -> Any:
 
 
 async def iter_sse(response: Any) -> AsyncIterator[tuple[str | None, str]]:
-    """``(event, data)`` for each server-sent event. Lines end at LF (CRLF accepted); ends after ``[DONE]``."""
+    """``(event, data)`` for each server-sent event. Lines end at LF (CRLF accepted); ends after ``[DONE]``.
+    The lines of each chunk are split here, in this one generator (no per-line layer: 2 lines an event), in
+    linear time however long a line grows; a last line without its LF is dropped."""
     event: str | None = None
     data: list[str] = []
-    async for raw in aiter_lines(response.aiter_bytes(), last=False):
-        line = raw.decode("utf-8", "replace")
-        if not line:
-            if data:
-                payload = "\n".join(data)
-                yield event, payload
-                if payload.startswith("[DONE]"):
-                    return
-            event, data = None, []
+    pending = bytearray()
+    async for chunk in body_chunks(response):
+        if b"\n" not in chunk:
+            pending += chunk  # amortised: a long line is assembled once, never re-copied per chunk
             continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if name == "data":
-            data.append(value)
-        elif name == "event":
-            event = value
+        if pending:
+            pending += chunk
+            chunk = bytes(pending)
+            pending.clear()
+        lines = chunk.split(b"\n")
+        pending += lines.pop()
+        for raw in lines:
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            if raw.startswith(b"data: "):  # the common line; the same as the general case below
+                data.append(raw[6:].decode("utf-8", "replace"))
+                continue
+            if not raw:
+                if data:
+                    payload = data[0] if len(data) == 1 else "\n".join(data)
+                    yield event, payload
+                    if payload.startswith("[DONE]"):
+                        return
+                event, data = None, []
+                continue
+            line = raw.decode("utf-8", "replace")
+            if line.startswith(":"):
+                continue
+            name, _, value = line.partition(":")
+            if value.startswith(" "):
+                value = value[1:]
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                event = value
     if data:
         yield event, "\n".join(data)
 

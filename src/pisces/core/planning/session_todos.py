@@ -19,6 +19,7 @@ follow one user prompt, and none when the run ended in an error or an abort.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from pisces.agent.types import MessageStartEvent
@@ -31,19 +32,26 @@ REMINDER_TYPE = "todo_reminder"  # the customType of the reminder message the mo
 DEFAULT_MAX_REMINDERS = 3
 
 
+@functools.lru_cache(maxsize=256)
+def _steps(key: str) -> tuple[tuple[tuple[str, int], ...], ...]:
+    """For each part ``i`` of a dotted key, the names to try there, longest first, with the part each one
+    reaches (``"a.b"`` -> ``((("a.b", 2), ("a", 1)), (("b", 2),))``): built once a key, not per lookup."""
+    parts = key.split(".")
+    return tuple(tuple((".".join(parts[i:j]), j) for j in range(len(parts), i, -1)) for i in range(len(parts)))
+
+
 def setting(settings: Any, key: str, default: Any) -> Any:
     """A setting given nested (``{"todo": {"reminders": {"max": 3}}}``) or flat (``{"todo.reminders.max": 3}``,
     oh-my-pi's spelling, where ``todo.reminders`` is also a key of its own)."""
     view = getattr(settings, "merged_view", None)  # read in place: this runs for every streamed event
     merged = view() if view is not None else settings.as_dict() if settings is not None else {}
     node: Any = merged
-    parts = key.split(".")
+    steps = _steps(key)
     i = 0
-    while i < len(parts):
+    while i < len(steps):
         if not isinstance(node, dict):
             return default
-        for j in range(len(parts), i, -1):  # the longest dotted key present at this level wins
-            name = ".".join(parts[i:j])
+        for name, j in steps[i]:  # the longest dotted key present at this level wins
             if name in node:
                 node, i = node[name], j
                 break
