@@ -152,7 +152,7 @@ def _reference(files: list[str], root: str, pattern: str) -> list[str]:
     return sorted(hits, key=lambda p: p.rstrip("/").replace("/", "\x00"))
 
 
-_PATTERNS = ["*.py", "*.PY", "*a", "a*", "A*", "a", "a.b", "*-b", "x y", "*", "*.{py,b}", "?", "**/a/*.py",
+_PATTERNS = ["*.py", "*.aaaaaaaaaaaaaaaaaaaaa", "*.PY", "*a", "a*", "A*", "a", "a.b", "*-b", "x y", "*", "*.{py,b}", "?", "**/a/*.py",
              "a/*", "*.+", "(*", "*[b]"]
 _ASCII = ["a", "A", "b", ".", "-", " ", "py", "PY", "+", "(", "x", "y"]
 _ANY = _ASCII + ["\u00e9", "\u212a", "\n"]  # not ASCII (Unicode case folding is RE2's), a newline in a name

@@ -87,8 +87,9 @@ def match_listing(listing: str, root: str, pattern: str) -> str:
     Paths are handled as sort keys, their ``/`` made NUL (the lowest character, in no name): sorting the
     keys as plain strings gives :func:`path_sort_key`'s order with no function called per path. A name
     glob that is a literal with at most one ``*`` at one end (``*.py``) is matched by one regular
-    expression over the whole listing, which yields the matching keys: on 50,000 paths that and the sort
-    take a third of the time that matching and sorting path by path takes."""
+    expression over the whole listing (a literal of at most REGEX_LITERAL_MAX characters), which yields the
+    matching keys: on 50,000 paths that and the sort take a third of the time that matching and sorting
+    path by path takes."""
     if not listing:
         return ""
     glob, full_path = compile_find_pattern(pattern)
@@ -120,7 +121,7 @@ def _simple_regex(glob: Glob, keys: str) -> re.Pattern[str] | None:
     if simple is None:
         return None
     kind, literal = simple
-    if "\n" in literal or "\x00" in literal or (glob.ignore_case and not keys.isascii()):
+    if not _regex_fits(literal, glob, keys):
         return None
     lit = re.escape(literal)
     flags = re.MULTILINE | (re.IGNORECASE | re.ASCII if glob.ignore_case else 0)
@@ -130,11 +131,22 @@ def _simple_regex(glob: Glob, keys: str) -> re.Pattern[str] | None:
     return re.compile(f"^(?:[^\\n]*\\x00)?{name}$", flags)
 
 
+# a longer literal is matched path by path: the regex may compare the literal at each position of a line, so
+# its time is bounded by the listing's length times the literal's (string methods: the listing's length)
+REGEX_LITERAL_MAX = 16
+
+
+def _regex_fits(literal: str, glob: Glob, keys: str) -> bool:
+    """Whether a simple glob's literal can be matched by a regex over the keys exactly as Glob.match does."""
+    return (len(literal) <= REGEX_LITERAL_MAX and "\n" not in literal and "\x00" not in literal
+            and not (glob.ignore_case and not keys.isascii()))
+
+
 def _a_directory_matches(glob: Glob, keys: str) -> bool:
     """False when no directory of a simple name glob's listing can match: a directory shows as a name
     followed by NUL (a ``/``) in the keys. True when it may, or the glob is not simple."""
     simple = glob.simple
-    if simple is None or "\n" in simple[1] or "\x00" in simple[1] or (glob.ignore_case and not keys.isascii()):
+    if simple is None or not _regex_fits(simple[1], glob, keys):
         return True
     kind, literal = simple
     lit = re.escape(literal)
