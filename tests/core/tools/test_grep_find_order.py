@@ -185,3 +185,37 @@ def test_format_find_from_a_listing_or_a_list(limit):
     assert with_newline == ["a/b.py", "a-b.py", "a.py", "b/x.py", "c\nd.py"]
     text, details = format_find(with_newline, limit)
     assert (details is not None) == (limit <= 5)
+
+
+@pytest.mark.parametrize("tool_class", [FindTool, GrepTool])
+async def test_an_abort_stops_the_rg_process(tmp_path, run, tool_class):
+    """find runs rg from a worker thread, grep from the event loop: an abort ends the call at once and the
+    process too. A stand-in for rg that never ends writes its pid first."""
+    import asyncio
+
+    from pisces.agent.types import ToolError
+    from pisces.ai.abort import AbortSignal
+
+    fake = tmp_path / "rg"
+    pid_file = tmp_path / "pid"
+    fake.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 600\n")
+    fake.chmod(0o755)
+    (tmp_path / "d").mkdir()
+    signal = AbortSignal()
+    call = asyncio.ensure_future(run(tool_class(str(tmp_path / "d"), rg_path=str(fake)))({"pattern": "x"}, signal))
+    for _ in range(600):  # up to 30 s on a busy machine
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    pid = int(pid_file.read_text())
+    signal.abort()
+    with pytest.raises(ToolError, match="^Operation aborted$"):
+        await asyncio.wait_for(call, 30)
+    for _ in range(600):  # the process ends (and is reaped) soon after
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        pytest.fail("rg still running after the abort")

@@ -10,10 +10,10 @@ holds at least one file that is listed (fd would list empty ones too). Results a
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import signal as _signal
+import subprocess
 import threading
 from typing import Any
 
@@ -206,37 +206,52 @@ def _directories(files: list[str]) -> set[str]:
     return dirs
 
 
-async def _list_rg(rg: str, root: str, signal: AbortSignal | None) -> str:
-    """The files rg lists under ``root``, relative, one a line (no trailing newline)."""
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            rg, "--files", "--hidden", "--no-require-git", "--color=never", cwd=root,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    except OSError as exc:
-        raise ToolError(f"Failed to run ripgrep: {exc.strerror or exc}") from None
+class _RgLister:
+    """``rg --files`` run from a worker thread, with the matching after it on the same thread: no event-loop
+    round trip per chunk of the listing and no thread waiting for the child (what the asyncio subprocess
+    costs: about 5 ms of CPU on 50,000 paths). ``abort`` stops rg from any thread, even before it started."""
 
-    def on_abort() -> None:
+    def __init__(self) -> None:
+        self.cancel = threading.Event()
+        self._procs: list[subprocess.Popen[bytes]] = []
+
+    def abort(self) -> None:
+        self.cancel.set()  # first: a process started after this line sees it, one started before is listed
+        for proc in list(self._procs):
+            _kill(proc)
+
+    def list_and_match(self, rg: str, root: str, pattern: str) -> str:
         try:
-            proc.send_signal(_signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+            proc = subprocess.Popen([rg, "--files", "--hidden", "--no-require-git", "--color=never"], cwd=root,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as exc:
+            raise ToolError(f"Failed to run ripgrep: {exc.strerror or exc}") from None
+        self._procs.append(proc)
+        if self.cancel.is_set():
+            _kill(proc)
+        stdout, stderr = proc.communicate()
+        if self.cancel.is_set():
+            raise ToolError(OPERATION_ABORTED)
+        listing = _rg_listing(stdout)
+        if proc.returncode not in (0, 1) and not listing:
+            raise ToolError(stderr.decode("utf-8", "replace").strip() or f"rg exited with code {proc.returncode}")
+        return match_listing(listing, root, pattern)
 
-    remove = signal.add_listener(on_abort) if signal is not None else (lambda: None)
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
     try:
-        stdout, stderr = await proc.communicate()
-    finally:
-        remove()
-    check_aborted(signal)
+        proc.send_signal(_signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+
+
+def _rg_listing(stdout: bytes) -> str:
+    """What ``rg --files`` printed in the root, relative paths one a line, without a trailing newline."""
     text = stdout.decode("utf-8", "surrogateescape")
-    # rg run in the root prints relative paths, one a line: no per-line work unless a line is empty or
-    # starts with "./"
+    # no per-line work unless a line is empty or starts with "./"
     if "\n\n" in text or text.startswith("\n") or text.startswith("./") or "\n./" in text:
-        text = "\n".join(line[2:] if line.startswith("./") else line for line in text.split("\n") if line)
-    elif text.endswith("\n"):
-        text = text[:-1]
-    if proc.returncode not in (0, 1) and not text:
-        raise ToolError(stderr.decode("utf-8", "replace").strip() or f"rg exited with code {proc.returncode}")
-    return text
+        return "\n".join(line[2:] if line.startswith("./") else line for line in text.split("\n") if line)
+    return text[:-1] if text.endswith("\n") else text
 
 
 def _list_python(root: str, cancel: threading.Event) -> list[str]:
@@ -277,8 +292,13 @@ class FindTool(RgBackedTool):
         compile_find_pattern(pattern)  # a bad pattern fails before any listing
         results: str | list[str]
         if self.rg_path:
-            listing = await _list_rg(self.rg_path, root, signal)
-            results = await run_abortable(signal, match_listing, listing, root, pattern)
+            lister = _RgLister()
+            remove = signal.add_listener(lister.abort) if signal is not None else (lambda: None)
+            try:
+                results = await run_abortable(signal, lister.list_and_match, self.rg_path, root, pattern,
+                                              cancel=lister.cancel)
+            finally:
+                remove()
         else:
             cancel = threading.Event()
             files = await run_abortable(signal, _list_python, root, cancel, cancel=cancel)
