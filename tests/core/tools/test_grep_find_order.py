@@ -208,14 +208,20 @@ async def test_an_abort_stops_the_rg_process(tmp_path, run, tool_class):
             break
         await asyncio.sleep(0.05)
     pid = int(pid_file.read_text())
-    signal.abort()
-    with pytest.raises(ToolError, match="^Operation aborted$"):
-        await asyncio.wait_for(call, 30)
-    for _ in range(600):  # the process ends (and is reaped) soon after
+    try:
+        signal.abort()
+        with pytest.raises(ToolError, match="^Operation aborted$"):
+            await asyncio.wait_for(call, 30)
+        for _ in range(600):  # the process ends (and is reaped) soon after
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("rg still running after the abort")
+    finally:
         try:
-            os.kill(pid, 0)
+            os.kill(pid, 9)  # the stand-in never outlives the test, whatever failed
         except ProcessLookupError:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        pytest.fail("rg still running after the abort")
+            pass
