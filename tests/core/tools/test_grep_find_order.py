@@ -208,6 +208,7 @@ async def test_an_abort_stops_the_rg_process(tmp_path, run, tool_class):
             break
         await asyncio.sleep(0.05)
     pid = int(pid_file.read_text())
+    gone = False
     try:
         signal.abort()
         with pytest.raises(ToolError, match="^Operation aborted$"):
@@ -216,12 +217,14 @@ async def test_an_abort_stops_the_rg_process(tmp_path, run, tool_class):
             try:
                 os.kill(pid, 0)
             except ProcessLookupError:
+                gone = True
                 break
             await asyncio.sleep(0.05)
         else:
             pytest.fail("rg still running after the abort")
     finally:
-        try:
-            os.kill(pid, 9)  # the stand-in never outlives the test, whatever failed
-        except ProcessLookupError:
-            pass
+        if not gone:  # the stand-in never outlives the test, whatever failed
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
