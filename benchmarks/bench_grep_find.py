@@ -87,7 +87,7 @@ def run(cfg, res, wl, harness=None) -> None:
     cfg.log(f"grep/find: {n} files, tools vs bare rg ({reps} rounds)")
     for key, label, tool, params, bare in (
             ("grep_ms", f"grep tool, {n} files (vs bare rg --json)", GrepTool, grep_params,
-             [rg, "--json", "--line-number", "--color=never", "--hidden", "--sort", "path", "--", "needle_marker",
+             [rg, "--json", "--line-number", "--color=never", "--hidden", "--max-count", "100", "--", "needle_marker",
               root]),
             ("find_ms", f"find tool, {n} files (vs bare rg --files)", FindTool, find_params,
              [rg, "--files", "--hidden", "--no-require-git", root])):
@@ -155,8 +155,8 @@ def main() -> None:
         rows: list[tuple[str, float, float | None]] = []
         if rg:
             bare_grep = best(lambda: subprocess.run(
-                [rg, "--json", "--line-number", "--color=never", "--hidden", "--sort", "path", "--", "needle_marker",
-                 root], capture_output=True), args.repeat)
+                [rg, "--json", "--line-number", "--color=never", "--hidden", "--max-count", "100", "--",
+                 "needle_marker", root], capture_output=True), args.repeat)
             bare_find = best(lambda: subprocess.run([rg, "--files", "--hidden", "--no-require-git", root],
                                                     capture_output=True), args.repeat)
             tool_grep = best(lambda: run_tool(GrepTool(root, rg_path=rg), grep_params), args.repeat)

@@ -105,3 +105,17 @@ def test_node_error_message(tmp_path):
         os.stat(missing)
     except OSError as exc:
         assert node_error_message(exc, "access", missing) == f"ENOENT: no such file or directory, access '{missing}'"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab\né日😀", max_size=120), st.integers(0, 8), st.integers(1, 40))
+def test_truncate_head_splits_only_the_head_with_the_same_result(content, max_lines, max_bytes):
+    """truncate_head splits no more than the head it can keep; the answer is that of splitting it all."""
+    from pisces.core.tools.truncate import head_from_lines, utf8_len
+
+    lines = content.split("\n")
+    if len(lines) <= max_lines and utf8_len(content) <= max_bytes:
+        assert not truncate_head(content, max_lines, max_bytes).truncated
+        return
+    expected = head_from_lines(lines, len(lines), utf8_len(content), max_lines, max_bytes)
+    assert truncate_head(content, max_lines, max_bytes) == expected

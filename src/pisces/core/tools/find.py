@@ -10,9 +10,10 @@ holds at least one file that is listed (fd would list empty ones too). Results a
 
 from __future__ import annotations
 
-import asyncio
 import os
+import re
 import signal as _signal
+import subprocess
 import threading
 from typing import Any
 
@@ -61,20 +62,114 @@ def compile_find_pattern(pattern: str) -> tuple[Glob, bool]:
 def match_paths(files: list[str], root: str, pattern: str) -> list[str]:
     """Match relative file paths (and their parent directories, shown with ``/``) against ``pattern``;
     sorted by path."""
+    found = match_paths_listing(files, root, pattern)
+    if isinstance(found, list):
+        return found
+    return found.split("\n") if found else []
+
+
+def match_paths_listing(files: list[str], root: str, pattern: str) -> str | list[str]:
+    """:func:`match_paths` as one string, a path a line (what the tool prints, without a list in between);
+    a list when some name holds a newline (the Python walk yields those), as a string could not say where
+    each path ends."""
+    listing = "\n".join(files)
+    if listing.count("\n") != max(0, len(files) - 1):
+        glob, full_path = compile_find_pattern(pattern)
+        hits = _glob_hits(files, root, glob, full_path)
+        return sorted(hits + _directory_hits(files, root, glob, full_path), key=path_sort_key)
+    return match_listing(listing, root, pattern)
+
+
+def match_listing(listing: str, root: str, pattern: str) -> str:
+    """:func:`match_paths` over ``listing``, relative paths one a line (no name holds a newline), and
+    answered the same way, a path a line.
+
+    Paths are handled as sort keys, their ``/`` made NUL (the lowest character, in no name): sorting the
+    keys as plain strings gives :func:`path_sort_key`'s order with no function called per path. A name
+    glob that is a literal with at most one ``*`` at one end (``*.py``) is matched by one regular
+    expression over the whole listing (a literal of at most REGEX_LITERAL_MAX characters), which yields the
+    matching keys: on 50,000 paths that and the sort take a third of the time that matching and sorting
+    path by path takes."""
+    if not listing:
+        return ""
     glob, full_path = compile_find_pattern(pattern)
-    match = glob.match
-    root_prefix = root.rstrip("/") + "/"
+    keys = listing.replace("/", "\x00")
+    simple = _simple_regex(glob, keys) if not full_path else None
+    files: list[str] | None = None
+    if simple is not None:
+        hit_keys = simple.findall(keys)
+    else:
+        files = listing.split("\n")
+        hit_keys = "\n".join(_glob_hits(files, root, glob, full_path)).replace("/", "\x00").split("\n")
+        if hit_keys == [""]:
+            hit_keys = []
+    if simple is None or _a_directory_matches(glob, keys):
+        if files is None:
+            files = listing.split("\n")
+        # a directory's key ends with NUL, which sorts as the "/" it stands for: before its own entries
+        hit_keys += [d.replace("/", "\x00") for d in _directory_hits(files, root, glob, full_path)]
+    hit_keys.sort()
+    return "\n".join(hit_keys).replace("\x00", "/")
+
+
+def _simple_regex(glob: Glob, keys: str) -> re.Pattern[str] | None:
+    """A regular expression finding the keys (paths with ``/`` made NUL, one a line) whose name matches a
+    simple glob, exactly as :meth:`Glob.match` decides; None when there is none (a glob with classes or
+    alternatives, a literal holding a newline or a NUL, a case-insensitive glob over a listing that is not
+    ASCII: Unicode case folding is RE2's)."""
+    simple = glob.simple
+    if simple is None:
+        return None
+    kind, literal = simple
+    if not _regex_fits(literal, glob, keys):
+        return None
+    lit = re.escape(literal)
+    flags = re.MULTILINE | (re.IGNORECASE | re.ASCII if glob.ignore_case else 0)
+    if kind == "suffix":  # the literal holds no NUL: a line ending with it is a name ending with it
+        return re.compile(f"^[^\\n]*{lit}$", flags)
+    name = lit if kind == "exact" else f"{lit}[^\\n\\x00]*"
+    return re.compile(f"^(?:[^\\n]*\\x00)?{name}$", flags)
+
+
+# a longer literal is matched path by path: the regex may compare the literal at each position of a line, so
+# its time is bounded by the listing's length times the literal's (string methods: the listing's length)
+REGEX_LITERAL_MAX = 16
+
+
+def _regex_fits(literal: str, glob: Glob, keys: str) -> bool:
+    """Whether a simple glob's literal can be matched by a regex over the keys exactly as Glob.match does."""
+    return (len(literal) <= REGEX_LITERAL_MAX and "\n" not in literal and "\x00" not in literal
+            and not (glob.ignore_case and not keys.isascii()))
+
+
+def _a_directory_matches(glob: Glob, keys: str) -> bool:
+    """False when no directory of a simple name glob's listing can match: a directory shows as a name
+    followed by NUL (a ``/``) in the keys. True when it may, or the glob is not simple."""
+    simple = glob.simple
+    if simple is None or not _regex_fits(simple[1], glob, keys):
+        return True
+    kind, literal = simple
+    lit = re.escape(literal)
+    name = {"suffix": lit, "exact": f"(?:^|\\x00){lit}", "prefix": f"(?:^|\\x00){lit}[^\\n\\x00]*"}[kind]
+    flags = re.MULTILINE | (re.IGNORECASE | re.ASCII if glob.ignore_case else 0)
+    return re.search(f"{name}\\x00", keys, flags) is not None
+
+
+def _glob_hits(files: list[str], root: str, glob: Glob, full_path: bool) -> list[str]:
+    """The files whose name (or, for a pattern with ``/``, absolute path) matches."""
     simple = glob.simple
     if simple is not None and simple[0] == "suffix" and not full_path:
-        hits = _suffix_hits(files, simple[1], glob)
-    else:
-        hits = [f for f in files if match(root_prefix + f if full_path else f[f.rfind("/") + 1:])]
-    dirs = _directories(files)
-    for d in dirs:
-        if match(root_prefix + d if full_path else d[d.rfind("/") + 1:]):
-            hits.append(d + "/")
-    hits.sort(key=path_sort_key)
-    return hits
+        return _suffix_hits(files, simple[1], glob)
+    match = glob.match
+    root_prefix = root.rstrip("/") + "/"
+    return [f for f in files if match(root_prefix + f if full_path else f[f.rfind("/") + 1:])]
+
+
+def _directory_hits(files: list[str], root: str, glob: Glob, full_path: bool) -> list[str]:
+    """The directories above the files whose name (or absolute path) matches, with a trailing ``/``."""
+    match = glob.match
+    root_prefix = root.rstrip("/") + "/"
+    return [d + "/" for d in _directories(files) if match(root_prefix + d if full_path else d[d.rfind("/") + 1:])]
 
 
 def _suffix_hits(files: list[str], literal: str, glob: Glob) -> list[str]:
@@ -111,37 +206,52 @@ def _directories(files: list[str]) -> set[str]:
     return dirs
 
 
-async def _list_rg(rg: str, root: str, signal: AbortSignal | None) -> list[str]:
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            rg, "--files", "--hidden", "--no-require-git", "--color=never", cwd=root,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    except OSError as exc:
-        raise ToolError(f"Failed to run ripgrep: {exc.strerror or exc}") from None
+class _RgLister:
+    """``rg --files`` run from a worker thread, with the matching after it on the same thread: no event-loop
+    round trip per chunk of the listing and no thread waiting for the child (what the asyncio subprocess
+    costs: about 5 ms of CPU on 50,000 paths). ``abort`` stops rg from any thread, even before it started."""
 
-    def on_abort() -> None:
+    def __init__(self) -> None:
+        self.cancel = threading.Event()
+        self._procs: list[subprocess.Popen[bytes]] = []
+
+    def abort(self) -> None:
+        self.cancel.set()  # first: a process started after this line sees it, one started before is listed
+        for proc in list(self._procs):
+            _kill(proc)
+
+    def list_and_match(self, rg: str, root: str, pattern: str) -> str:
         try:
-            proc.send_signal(_signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+            proc = subprocess.Popen([rg, "--files", "--hidden", "--no-require-git", "--color=never"], cwd=root,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as exc:
+            raise ToolError(f"Failed to run ripgrep: {exc.strerror or exc}") from None
+        self._procs.append(proc)
+        if self.cancel.is_set():
+            _kill(proc)
+        stdout, stderr = proc.communicate()
+        if self.cancel.is_set():
+            raise ToolError(OPERATION_ABORTED)
+        listing = _rg_listing(stdout)
+        if proc.returncode not in (0, 1) and not listing:
+            raise ToolError(stderr.decode("utf-8", "replace").strip() or f"rg exited with code {proc.returncode}")
+        return match_listing(listing, root, pattern)
 
-    remove = signal.add_listener(on_abort) if signal is not None else (lambda: None)
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
     try:
-        stdout, stderr = await proc.communicate()
-    finally:
-        remove()
-    check_aborted(signal)
+        proc.send_signal(_signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+
+
+def _rg_listing(stdout: bytes) -> str:
+    """What ``rg --files`` printed in the root, relative paths one a line, without a trailing newline."""
     text = stdout.decode("utf-8", "surrogateescape")
-    files = text.split("\n")  # rg run in the root prints relative paths, one a line: no per-line work unless
-    if files and not files[-1]:  # a line is empty or starts with "./" (50,000 paths: ~15 ms saved)
-        files.pop()
-    if "\n\n" in text or text.startswith("\n"):
-        files = [line for line in files if line]
-    if text.startswith("./") or "\n./" in text:
-        files = [line[2:] if line.startswith("./") else line for line in files]
-    if proc.returncode not in (0, 1) and not files:
-        raise ToolError(stderr.decode("utf-8", "replace").strip() or f"rg exited with code {proc.returncode}")
-    return files
+    # no per-line work unless a line is empty or starts with "./"
+    if "\n\n" in text or text.startswith("\n") or text.startswith("./") or "\n./" in text:
+        return "\n".join(line[2:] if line.startswith("./") else line for line in text.split("\n") if line)
+    return text[:-1] if text.endswith("\n") else text
 
 
 def _list_python(root: str, cancel: threading.Event) -> list[str]:
@@ -149,13 +259,18 @@ def _list_python(root: str, cancel: threading.Event) -> list[str]:
     return [path[start:] for path, _ in Walker(root, require_git=False, cancel=cancel).walk()]
 
 
-def format_find(results: list[str], limit: int) -> tuple[str, dict[str, Any] | None]:
+def format_find(results: str | list[str], limit: int) -> tuple[str, dict[str, Any] | None]:
+    """pi's find output for ``results``: the matched paths, as a list or one a line in a string
+    (:func:`match_paths_listing`)."""
     if not results:
         return "No files found matching pattern", None
-    reached = len(results) >= limit
+    count = results.count("\n") + 1 if isinstance(results, str) else len(results)
     notice = (f"{limit} results limit reached. Use limit={limit * 2} for more, or refine pattern",
-              "resultLimitReached", limit) if reached else None
-    return listing_result("\n".join(results[:limit]), notice)
+              "resultLimitReached", limit) if count >= limit else None
+    if count <= limit:
+        return listing_result(results if isinstance(results, str) else "\n".join(results), notice)
+    head = results.split("\n", limit) if isinstance(results, str) else results
+    return listing_result("\n".join(head[:limit]), notice)
 
 
 class FindTool(RgBackedTool):
@@ -175,16 +290,24 @@ class FindTool(RgBackedTool):
         if not os.path.isdir(root):
             raise ToolError(f"[fd error]: Search path '{root}' is not a directory.")
         compile_find_pattern(pattern)  # a bad pattern fails before any listing
+        results: str | list[str]
         if self.rg_path:
-            files = await _list_rg(self.rg_path, root, signal)
+            lister = _RgLister()
+            remove = signal.add_listener(lister.abort) if signal is not None else (lambda: None)
+            try:
+                results = await run_abortable(signal, lister.list_and_match, self.rg_path, root, pattern,
+                                              cancel=lister.cancel)
+            finally:
+                remove()
         else:
             cancel = threading.Event()
             files = await run_abortable(signal, _list_python, root, cancel, cancel=cancel)
-        results = await run_abortable(signal, match_paths, files, root, pattern)
+            results = await run_abortable(signal, match_paths_listing, files, root, pattern)
         if signal is not None and signal.aborted:
             raise ToolError(OPERATION_ABORTED)
         text, details = format_find(results, limit)
         return text_result(text, details)
 
 
-__all__ = ["FindTool", "FIND_SCHEMA", "FIND_DESCRIPTION", "compile_find_pattern", "match_paths"]
+__all__ = ["FindTool", "FIND_SCHEMA", "FIND_DESCRIPTION", "compile_find_pattern", "match_paths",
+           "match_paths_listing", "match_listing", "format_find"]

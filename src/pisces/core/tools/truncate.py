@@ -117,11 +117,14 @@ def truncate_head(content: str, max_lines: int = DEFAULT_MAX_LINES,
     """Keep the first lines that fit both limits. If the first line alone is over ``max_bytes`` the
     content is empty and ``firstLineExceedsLimit`` is set."""
     total_bytes = utf8_len(content)
-    lines = content.split("\n")
-    total_lines = len(lines)
+    total_lines = content.count("\n") + 1
     if total_lines <= max_lines and total_bytes <= max_bytes:
         return TruncationResult(content, False, None, total_lines, total_bytes, total_lines, total_bytes,
                                 False, False, max_lines, max_bytes)
+    # only the head can be kept: split no further than ``max_lines`` lines and ``max_bytes + 1`` characters
+    # (at least that many bytes), not the whole content (a 2 MB listing cut to 50 KB)
+    head = content[:max_bytes + 1] if max_lines >= 1 else content
+    lines = head.split("\n", max_lines) if max_lines >= 1 else content.split("\n")
     return head_from_lines(lines, total_lines, total_bytes, max_lines, max_bytes)
 
 
