@@ -191,3 +191,24 @@ def body_chunks(response: Any) -> AsyncIterator[bytes]:
     if response.headers.get("content-encoding"):
         return response.aiter_bytes()  # not inflated by the bounded reader: httpx2 decodes it
     return response.aiter_raw()
+
+
+async def line_batches(response: Any, keep_tail: bool) -> AsyncIterator[list[bytes]]:
+    """A streamed body's lines, split at LF, one list per chunk that completes at least one line (one async
+    step per chunk, none per line; a CR before the LF is left for the caller). Linear however long a line
+    grows: a partial line is assembled once, never re-copied per chunk. With ``keep_tail``, a last line
+    without its LF comes as a final one-line list; otherwise it is dropped."""
+    pending = bytearray()
+    async for chunk in body_chunks(response):
+        if b"\n" not in chunk:
+            pending += chunk
+            continue
+        if pending:
+            pending += chunk
+            chunk = bytes(pending)
+            pending.clear()
+        lines = chunk.split(b"\n")
+        pending += lines.pop()
+        yield lines
+    if keep_tail and pending:
+        yield [bytes(pending)]

@@ -22,7 +22,7 @@ import msgspec
 
 from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import direct, import_sdk
-from pisces.ai.providers._limits import body_chunks, http_client_options
+from pisces.ai.providers._limits import http_client_options, line_batches
 from pisces.ai.providers._shared import (
     append_text,
     append_thinking,
@@ -266,21 +266,10 @@ async def _open_direct(model: Model, api_key: str, options: StreamOptions, param
 # ---------------------------------------------------------------------------------------------
 async def iter_sse(response: Any) -> AsyncIterator[tuple[str, bytes]]:
     """(event name, data) pairs from an SSE body. Lines split on LF only (U+2028 inside JSON is content), a
-    trailing CR dropped, here in this one generator (no per-line layer), in linear time however long a line
-    grows; a last line without its LF still counts."""
+    trailing CR dropped, in linear time however long a line grows; a last line without its LF still counts."""
     event = ""
     data: list[bytes] = []
-    pending = bytearray()
-    async for chunk in body_chunks(response):
-        if b"\n" not in chunk:
-            pending += chunk  # amortised: a long line is assembled once, never re-copied per chunk
-            continue
-        if pending:
-            pending += chunk
-            chunk = bytes(pending)
-            pending.clear()
-        lines = chunk.split(b"\n")
-        pending += lines.pop()
+    async for lines in line_batches(response, keep_tail=True):
         for line in lines:
             if line.endswith(b"\r"):
                 line = line[:-1]
@@ -293,17 +282,6 @@ async def iter_sse(response: Any) -> AsyncIterator[tuple[str, bytes]]:
                 data.append(value[1:] if value.startswith(b" ") else value)
             elif line.startswith(b"event:"):
                 event = line[6:].strip().decode("utf-8", "replace")
-    if pending:  # the last line, without its LF
-        line = bytes(pending[:-1] if pending.endswith(b"\r") else pending)
-        if not line:
-            if data:
-                yield event, b"\n".join(data)
-            data = []
-        elif line.startswith(b"data:"):
-            value = line[5:]
-            data.append(value[1:] if value.startswith(b" ") else value)
-        elif line.startswith(b"event:"):
-            event = line[6:].strip().decode("utf-8", "replace")
     if data:
         yield event, b"\n".join(data)
 

@@ -26,7 +26,7 @@ import msgspec
 
 from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import direct, import_sdk
-from pisces.ai.providers._limits import body_chunks, http_client_options
+from pisces.ai.providers._limits import http_client_options, line_batches
 from pisces.ai.providers._shared import (
     append_text,
     append_thinking,
@@ -191,21 +191,11 @@ async def _expect_stream(response: Any) -> Any:
 
 async def iter_sse(response: Any) -> AsyncIterator[tuple[str | None, str]]:
     """``(event, data)`` for each server-sent event. Lines end at LF (CRLF accepted); ends after ``[DONE]``.
-    The lines of each chunk are split here, in this one generator (no per-line layer: 2 lines an event), in
-    linear time however long a line grows; a last line without its LF is dropped."""
+    Lines come a chunk's worth at a time (no async step per line), in linear time however long a line grows;
+    a last line without its LF is dropped."""
     event: str | None = None
     data: list[str] = []
-    pending = bytearray()
-    async for chunk in body_chunks(response):
-        if b"\n" not in chunk:
-            pending += chunk  # amortised: a long line is assembled once, never re-copied per chunk
-            continue
-        if pending:
-            pending += chunk
-            chunk = bytes(pending)
-            pending.clear()
-        lines = chunk.split(b"\n")
-        pending += lines.pop()
+    async for lines in line_batches(response, keep_tail=False):
         for raw in lines:
             if raw.endswith(b"\r"):
                 raw = raw[:-1]
