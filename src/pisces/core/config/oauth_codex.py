@@ -15,8 +15,6 @@ the code), as with pi. ``PISCES_OPENAI_OAUTH_URL`` replaces ``https://auth.opena
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 import secrets
 import threading
@@ -24,11 +22,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlparse
 
+from pisces.ai.providers.openai_codex import account_id  # the one reading of the token's account claim
 from pisces.core.config.oauth import LoginCallbacks, OAuthError, OAuthProvider, http_json, now_ms, pkce_pair
 
 CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"
 SCOPE = "openid profile email offline_access"
-JWT_CLAIM = "https://api.openai.com/auth"
 CALLBACK_HOST = "127.0.0.1"
 LOGIN_TIMEOUT_S = 300.0
 
@@ -51,18 +49,6 @@ def authorize_url(challenge: str, state: str, originator: str = "pi") -> str:
              "id_token_add_organizations": "true", "codex_cli_simplified_flow": "true", "originator": originator}
     return f"{_base()}/oauth/authorize?{urlencode(query)}"
 
-
-def account_id(access: str) -> str | None:
-    parts = access.split(".")
-    if len(parts) != 3:
-        return None
-    try:
-        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
-    except ValueError:
-        return None
-    auth = claims.get(JWT_CLAIM) if isinstance(claims, dict) else None
-    value = auth.get("chatgpt_account_id") if isinstance(auth, dict) else None
-    return value if isinstance(value, str) and value else None
 
 
 def _tokens(form: dict[str, str], what: str) -> dict[str, Any]:
