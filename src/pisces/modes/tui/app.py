@@ -532,6 +532,12 @@ class App:
                        "index": 0, "local": then}
         self.schedule()
 
+    def pick_command(self, title: str, choices: dict[str, str], command: str) -> None:
+        """A selector of ``choices`` (label -> argument); the one picked runs ``command argument``."""
+        def run(label: str) -> None:
+            asyncio.ensure_future(self.command(f"{command} {choices[label]}"))
+        self.pick(title, list(choices), run)
+
     # -- the terminal --------------------------------------------------------------------------------------
     def suspend(self) -> None:
         self.renderer.clear_live()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from typing import Any
 
@@ -55,10 +54,7 @@ async def run_command(app: Any, text: str) -> None:
         else:
             models = (await ask({"type": "get_available_models"})).get("models", [])
             names = [f"{m.get('provider')}/{m.get('id')}" for m in models]
-
-            def chosen(choice: str) -> None:
-                asyncio.ensure_future(app.command(f"/model {choice}"))
-            app.pick("model", names, chosen)
+            app.pick_command("model", {n: n for n in names}, "/model")
             return
         await app.refresh_state()
     elif name == "/thinking":
@@ -101,10 +97,7 @@ async def run_command(app: Any, text: str) -> None:
         if not labels:
             t.note("no other sessions in this directory", 2)
             return
-
-        def resume(label: str) -> None:
-            asyncio.ensure_future(app.command(f"/switch-to {labels[label]}"))
-        app.pick("resume a session", list(labels), resume)
+        app.pick_command("resume a session", labels, "/switch-to")
     elif name == "/switch-to":  # what /resume's selector runs
         data = await ask({"type": "switch_session", "sessionPath": rest})
         if not (data or {}).get("cancelled"):
@@ -118,10 +111,7 @@ async def run_command(app: Any, text: str) -> None:
         if not labels:
             t.note("nothing to fork from yet", 2)
             return
-
-        def fork(label: str) -> None:
-            asyncio.ensure_future(app.command(f"/fork-at {labels[label]}"))
-        app.pick("fork from which message", list(labels), fork)
+        app.pick_command("fork from which message", labels, "/fork-at")
     elif name == "/fork-at":  # what /fork's selector runs
         data = await ask({"type": "fork", "entryId": rest})
         if not (data or {}).get("cancelled"):

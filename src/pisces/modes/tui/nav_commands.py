@@ -106,8 +106,8 @@ async def _approval(app: Any, rest: str) -> None:
         app.transcript.note("tool approval is not available in this session", 33)
         return
     choices = {label: mode for mode, label in APPROVAL_MODES.items()}
-    app.pick(f"approval mode (now {approval.get('mode')}, from {approval.get('modeSource')})", list(choices),
-             lambda label: _later(app, f"/approval {choices[label]}"))
+    app.pick_command(f"approval mode (now {approval.get('mode')}, from {approval.get('modeSource')})", choices,
+                     "/approval")
 
 
 async def _trust(app: Any, rest: str) -> None:
@@ -124,5 +124,4 @@ async def _trust(app: Any, rest: str) -> None:
     t.note(f"this project is {'trusted' if trusted else 'not trusted'}"
            + (f"; ignored project settings: {', '.join(map(str, ignored))}" if ignored else ""), 2)
     choices = {"Trust this project": "yes", "Do not trust this project": "no"}
-    app.pick(f"project trust (now: {'trusted' if trusted else 'not trusted'})", list(choices),
-             lambda label: _later(app, f"/trust {choices[label]}"))
+    app.pick_command(f"project trust (now: {'trusted' if trusted else 'not trusted'})", choices, "/trust")
