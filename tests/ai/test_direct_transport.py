@@ -1,9 +1,10 @@
 """``providers.direct``: the request it sends is the installed SDK's request, header for header; a fresh
-interpreter gets a complete reply without importing the SDK; ``auto`` goes through the SDK once it is
-imported and around it while it is being imported; the SDK's retry policy."""
+interpreter gets a complete reply without importing the SDK; ``auto`` sends directly whether the SDK is
+imported or not, and the idle warm-up imports no SDK for it; the SDK's retry policy."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import types
@@ -101,19 +102,30 @@ with ScriptedServer() as srv:
     assert out.stdout.split() == ["hello", "stop", "False", "Bearer", "k"]
 
 
-def test_auto_goes_around_an_sdk_still_being_imported_and_through_one_that_is(monkeypatch):
+def test_auto_sends_directly_whether_or_not_the_sdk_is_imported(monkeypatch):
     monkeypatch.delenv("PISCES_PROVIDER_TRANSPORT", raising=False)
     half = types.ModuleType("openai")
     half.__spec__ = types.SimpleNamespace(_initializing=True)
     monkeypatch.setitem(sys.modules, "openai", half)
-    assert direct.use_direct("openai")  # the warm-up thread is importing it: do not wait
+    assert direct.use_direct("openai")  # being imported (by an extension, say): do not wait for it
     half.__spec__ = types.SimpleNamespace(_initializing=False)
-    assert not direct.use_direct("openai")  # imported: the SDK sends
+    assert direct.use_direct("openai")  # imported: still direct, one process sends one way
     monkeypatch.setenv("PISCES_PROVIDER_TRANSPORT", "direct")
     assert direct.use_direct("openai")
     monkeypatch.setenv("PISCES_PROVIDER_TRANSPORT", "sdk")
+    assert not direct.use_direct("openai")
     monkeypatch.delitem(sys.modules, "openai")
     assert not direct.use_direct("openai")
+
+
+def test_the_idle_warm_up_of_a_direct_api_imports_no_sdk():
+    code = ("import sys; from pisces.ai import providers; providers.prepare('openai-completions'); "
+            "providers.prepare('anthropic-messages'); from pisces.ai.providers import direct; "
+            "print('openai' in sys.modules, 'anthropic' in sys.modules, len(direct._prebuilt))")
+    env = {k: v for k, v in os.environ.items() if k != "PISCES_PROVIDER_TRANSPORT"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False", "1"]  # no SDK, one client built for both APIs
 
 
 def test_an_sdk_whose_version_cannot_be_read_is_waited_for(monkeypatch):

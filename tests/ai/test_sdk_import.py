@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -80,10 +82,10 @@ print(sorted(set(sys.modules) - before))
     ("google-generative-ai", 'import_sdk("google.genai").Client(api_key="k")'),
 ])
 def test_after_prepare_the_first_client_imports_nothing_more(api, build):
-    # What the idle warm-up thread does; a fresh interpreter, so nothing was imported before.
-    import subprocess
-
+    # What the idle warm-up thread does when requests go through the SDK (the direct APIs' warm-up imports
+    # no SDK: tests/ai/test_direct_transport.py); a fresh interpreter, so nothing was imported before.
     code = PREPARE_THEN_BUILD.format(api=api, build=build)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    env = {**os.environ, "PISCES_PROVIDER_TRANSPORT": "sdk"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

@@ -101,31 +101,43 @@ def warm(api: str) -> None:
 DIRECT_APIS = frozenset({"openai-completions", "openai-responses", "mistral-conversations", "anthropic-messages"})
 
 
-def warm_for_request(api: str) -> None:
-    """Before a request: the provider module, and the SDK too unless the request can be sent without it
-    (``direct``: the SDK is then left to the idle warm-up, and the first reply does not wait 1-2 s for it)."""
-    if api in DIRECT_APIS:
+def _goes_direct(api: str) -> bool:
+    """``api``'s requests are sent without its SDK (``providers.direct``)."""
+    if api not in DIRECT_APIS:
+        return False
+    try:
         from pisces.ai.providers import direct  # noqa: PLC0415 - first request only; direct imports _shared, which imports this package
 
-        if direct.use_direct(SDK_MODULES[api]):
-            try:
-                get_provider(api)
-            except Exception:  # noqa: BLE001 - as in warm: the request reports it
-                pass
-            return
+        return direct.use_direct(SDK_MODULES[api])
+    except Exception:  # noqa: BLE001 - as in warm: the request reports it
+        return False
+
+
+def warm_for_request(api: str) -> None:
+    """Before a request: the provider module, and the SDK too unless the request is sent without it
+    (``direct``: the SDK is never imported then)."""
+    if _goes_direct(api):
+        try:
+            get_provider(api)
+        except Exception:  # noqa: BLE001 - as in warm: the request reports it
+            pass
+        return
     warm(api)
 
 
-def prepare_transport(api: str) -> None:
-    """For a thread at start-up: when ``api``'s first request will go without its SDK (``direct``), load what
-    that request needs (httpx2 and a client), a fraction of the SDK's import. Nothing otherwise."""
-    if api not in DIRECT_APIS:
-        return
-    try:
-        from pisces.ai.providers import direct  # noqa: PLC0415 - as in warm_for_request
+_transport_prepared: list[bool] = []  # one client serves every direct API: built once a process
 
-        if direct.use_direct(SDK_MODULES[api]):
-            direct.prepare()
+
+def prepare_transport(api: str) -> None:
+    """For a thread: when ``api``'s requests go without its SDK (``direct``), load what they need (httpx2 and
+    a client), a fraction of the SDK's import; once a process. Nothing otherwise."""
+    if _transport_prepared or not _goes_direct(api):
+        return
+    _transport_prepared.append(True)
+    try:
+        from pisces.ai.providers import direct  # noqa: PLC0415 - as in _goes_direct
+
+        direct.prepare()
     except Exception:  # noqa: BLE001 - as in warm: the request reports it
         pass
 
@@ -136,7 +148,15 @@ _prepared: set[str] = set()
 def prepare(api: str) -> None:
     """``warm``, then, once per API, let the provider module build what its first request would build
     (``prepare()``: an SDK client, whose construction loads the HTTP transport: another 40-60 ms).
-    For the idle warm-up thread; ``stream`` itself only calls ``warm``."""
+    For the idle warm-up thread; ``stream`` itself only calls ``warm``. An API whose requests go without
+    the SDK (``direct``) gets its module and the transport's client instead: no SDK import."""
+    if _goes_direct(api):
+        try:
+            get_provider(api)
+        except Exception:  # noqa: BLE001 - as in warm: the request reports it
+            return
+        prepare_transport(api)
+        return
     warm(api)
     if api in _prepared:
         return

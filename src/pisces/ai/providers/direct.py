@@ -1,10 +1,9 @@
-"""Direct sending: a provider's streamed request through httpx2 alone, while the vendor's SDK is not imported.
+"""Direct sending: a provider's streamed request through httpx2 alone, without importing the vendor's SDK.
 
 The vendors' SDKs take 0.8-2.5 s to import (their thousands of type models), which a program that starts
 pisces and prompts at once would wait for on its first reply. pisces parses the SSE body itself in any case;
-what it takes from an SDK is the request (URL, auth, the SDK's headers), the retries and the errors. While the
-SDK is not in memory (not imported yet, or still being imported by the idle warm-up thread), the providers
-send through this module instead, which:
+what it takes from an SDK is the request (URL, auth, the SDK's headers), the retries and the errors. The
+providers send through this module instead, which:
 
 - sends the request the SDK would send: the same method, URL, body and headers (``User-Agent``, the
   ``X-Stainless-*`` set, auth, ``anthropic-version`` read from the installed SDK's own constants), through an
@@ -16,13 +15,15 @@ send through this module instead, which:
 - raises :class:`StatusError`, :class:`TimeoutFailure` or :class:`ConnectionFailure`, which carry what the
   SDK's errors carry (status, response, parsed body), so the providers word them identically.
 
-Once the SDK is imported the providers go through it again. What this module cannot reproduce (a version of
-the SDK whose constants it cannot read) makes :func:`use_direct` say no: the request then waits for the SDK.
+The SDK is not needed afterwards either: importing it on an idle thread (as pisces did until it measured
+this) takes a second of processor and 30-40 MB, and a prompt sent meanwhile shared the interpreter with that
+import (a 2000-event reply took twice as long). What this module cannot reproduce (a version of the SDK whose
+constants it cannot read) makes :func:`use_direct` say no: the request then goes through the SDK.
 ``tests/ai/test_direct_transport.py`` checks the request header for header against the SDK's and runs the
 providers' scripted-server tests through this path.
 
-``PISCES_PROVIDER_TRANSPORT``: ``auto`` (default: direct until the SDK is imported), ``sdk`` (always the
-SDK), ``direct`` (never the SDK while this module can send).
+``PISCES_PROVIDER_TRANSPORT``: ``auto`` (the default) and ``direct`` send through this module whenever it can
+(the SDK is then never imported for these APIs), ``sdk`` always through the SDK.
 """
 
 from __future__ import annotations
@@ -93,10 +94,10 @@ def sdk_ready(name: str) -> bool:
 
 
 def use_direct(sdk: str) -> bool:
-    """Send this request directly: the SDK is not ready (or the setting asks for it) and its package's
-    version, and for Anthropic its API version, can be read without importing it."""
-    chosen = mode()
-    if chosen == "sdk" or (chosen == "auto" and sdk_ready(sdk)):
+    """Send this request directly: the setting does not ask for the SDK, and the SDK's package version, and
+    for Anthropic its API version, can be read without importing it. Whether the SDK happens to be imported
+    (by an extension, a test, an earlier version's warm-up) does not matter: one process sends one way."""
+    if mode() == "sdk":
         return False
     if package_version(sdk) is None:
         return False
