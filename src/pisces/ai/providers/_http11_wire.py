@@ -18,10 +18,11 @@ MAX_CHUNK_LINE = 4 * 1024
 MAX_TRAILERS = 100 * 1024
 READ_AHEAD = 256 * 1024
 
-_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _STATUS = re.compile(rb"HTTP/1\.([01]) ([0-9]{3})(?: (.*))?")
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
-BAD_HEADER = re.compile(rb"[\r\n\0]")
+# a header value as h11 accepts one: visible characters (and obs-text), blanks only between them
+FIELD_VALUE = re.compile(rb"(?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?")
 
 
 class Conn(asyncio.Protocol):
@@ -192,7 +193,7 @@ def parse_head(head: bytes) -> tuple[int, int, bytes, list[tuple[bytes, bytes]]]
             headers[-1] = (name, (value + b" " + line.strip(b" \t")).strip(b" \t"))
             continue
         name, sep, value = line.partition(b":")
-        if not sep or _TOKEN.fullmatch(name) is None:
+        if not sep or TOKEN.fullmatch(name) is None:
             raise httpx2.RemoteProtocolError(f"illegal header line: {line[:200]!r}")
         value = value.strip(b" \t")
         if b"\r" in value or b"\0" in value:

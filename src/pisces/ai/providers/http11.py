@@ -25,7 +25,8 @@ its inflation. Below it:
   socket errors as ``ConnectError``/``ReadError``/``WriteError``: the classes (and texts where there is one)
   httpcore2 raises, so ``direct``'s retries and error texts are those of the default transport;
 - the request written as h11 writes it: the request line, then httpx2's headers in their order and casing
-  (a header with CR, LF or NUL is refused with ``LocalProtocolError``), the body after, chunk-encoded when
+  (a header h11 would refuse, a name not a token or a value with control characters or
+  surrounding blanks, is refused with the same ``LocalProtocolError``), the body after, chunk-encoded when
   httpx2 says ``Transfer-Encoding: chunked``.
 
 It serves only what it can serve exactly; anything else goes to httpx2's default transport, built on first
@@ -47,7 +48,7 @@ from typing import Any, AsyncIterator
 
 import httpx2
 
-from pisces.ai.providers._http11_wire import BAD_HEADER, MAX_HEAD, Chunked, Conn, framing, parse_head
+from pisces.ai.providers._http11_wire import FIELD_VALUE, MAX_HEAD, TOKEN, Chunked, Conn, framing, parse_head
 
 _DISCONNECTED = "Server disconnected without sending a response."
 _INCOMPLETE = "peer closed connection without sending complete message body: "
@@ -67,10 +68,12 @@ def proxy_configured() -> bool:
 
 
 def client_transport(*, verify: Any = True, cert: Any = None, trust_env: bool = True,
-                     limits: httpx2.Limits | None = None) -> Http11Transport | None:
+                     limits: httpx2.Limits | None = None, http2: bool = False, proxy: Any = None,
+                     uds: str | None = None) -> Http11Transport | None:
     """The transport for an ``httpx2.AsyncClient`` with these options, or None where httpx2's own must be
-    used (the setting asks for it, or a proxy is configured and the client trusts the environment)."""
-    if mode() == "httpx" or (trust_env and proxy_configured()):
+    used: the setting asks for it, a proxy is given or configured in the environment (when the client
+    trusts it), HTTP/2 or a Unix socket is asked for."""
+    if mode() == "httpx" or http2 or proxy is not None or uds is not None or (trust_env and proxy_configured()):
         return None
     return Http11Transport(verify=verify, cert=cert, trust_env=trust_env, limits=limits)
 
@@ -247,8 +250,10 @@ async def _request_bytes(request: httpx2.Request) -> bytes:
     parts = [request.method.encode("ascii"), b" ", request.url.raw_path, b" HTTP/1.1\r\n"]
     chunked = False
     for name, value in request.headers.raw:
-        if BAD_HEADER.search(name) or BAD_HEADER.search(value) or not name:
-            raise httpx2.LocalProtocolError(f"Illegal header name or value: {name[:100]!r}")
+        if TOKEN.fullmatch(name) is None:
+            raise httpx2.LocalProtocolError(f"Illegal header name {name[:100]!r}")
+        if FIELD_VALUE.fullmatch(value) is None:
+            raise httpx2.LocalProtocolError(f"Illegal header value {value[:100]!r}")
         if name.lower() == b"transfer-encoding" and b"chunked" in value.lower():
             chunked = True
         parts += (name, b": ", value, b"\r\n")
