@@ -21,6 +21,7 @@ READ_AHEAD = 256 * 1024
 TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _STATUS = re.compile(rb"HTTP/1\.([01]) ([0-9]{3})(?: (.*))?")
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
+_SIZE_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})\r\n")  # no extension, no blanks: what servers send
 # a header value as h11 accepts one: visible characters (and obs-text), blanks only between them
 FIELD_VALUE = re.compile(rb"(?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?")
 
@@ -244,6 +245,16 @@ class Chunked:
         end = len(data)
         while pos < end:
             state = self.state
+            if state == 0:  # the common case first: a whole size line, its data and CRLF in hand
+                found = _SIZE_LINE.match(data, pos)
+                if found is not None:
+                    size = int(found.group(1), 16)
+                    start = found.end()
+                    stop = start + size
+                    if size and data[stop:stop + 2] == b"\r\n":
+                        out.append(data[start:stop])
+                        pos = stop + 2
+                        continue
             if state == 1:
                 take = min(self.remaining, end - pos)
                 out.append(data[pos:pos + take])
