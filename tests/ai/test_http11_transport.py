@@ -215,6 +215,40 @@ async def test_gzip_body_is_inflated_by_the_bounded_reader():
     assert b"accept-encoding: gzip, deflate" in srv.requests[0].lower()
 
 
+async def test_informational_heads_are_skipped_and_folded_headers_joined():
+    async def handler(reader, writer, index):
+        await srv.read_request(reader)
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+                     b"HTTP/1.1 201 Created\nX-Folded: one\r\n two\r\nContent-Length: 4\n\r\nbody")
+        await writer.drain()
+        await reader.read()
+
+    async with RawServer(handler) as srv, client() as c:
+        response = await c.get(srv.url)
+    assert (response.status_code, response.content) == (201, b"body")
+    assert response.headers["x-folded"] == "one two" and "link" not in response.headers
+
+
+async def test_a_streamed_request_body_is_sent_chunked():
+    received = []
+
+    async def handler(reader, writer, index):
+        head = await reader.readuntil(b"\r\n\r\n")
+        received.append(head + await reader.readuntil(b"0\r\n\r\n"))
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        await reader.read()
+
+    async def body():
+        yield b"hello "
+        yield b"world"
+
+    async with RawServer(handler) as srv, client() as c:
+        assert (await c.post(srv.url, content=body())).status_code == 200
+    assert b"\r\nTransfer-Encoding: chunked\r\n" in received[0]
+    assert received[0].endswith(b"\r\n\r\n6\r\nhello \r\n5\r\nworld\r\n0\r\n\r\n")
+
+
 # ---------------------------------------------------------------------------------------------
 # Keep-alive
 # ---------------------------------------------------------------------------------------------
@@ -250,6 +284,8 @@ async def test_an_idle_connection_the_server_closed_is_not_used():
         assert (await c.get(srv.url)).content == b"ok"
         await asyncio.wait_for(closed.wait(), 10)
         await asyncio.sleep(0.05)
+        idle = [conn for conns in c._transport._idle.values() for conn in conns]  # the kept connection
+        assert len(idle) == 1 and not idle[0].usable()  # seen closed before any request is sent on it
         assert (await c.get(srv.url)).content == b"ok"
     assert len(srv.writers) == 2
 

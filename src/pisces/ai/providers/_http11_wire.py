@@ -154,10 +154,9 @@ class Conn(asyncio.Protocol):
         if sock is None:
             return True
         try:
-            readable, _, _ = select.select([sock.fileno()], [], [], 0)
+            return not _readable(sock.fileno())
         except (OSError, ValueError):
             return False
-        return not readable
 
     def close(self) -> None:
         if self.timer is not None:
@@ -166,6 +165,16 @@ class Conn(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.abort()  # now, without a TLS goodbye: nothing more is sent on a dropped connection
+
+
+def _readable(fd: int) -> bool:
+    """The socket has bytes or its end waiting (poll: select would fail on a descriptor past 1023)."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    readable, _, _ = select.select([fd], [], [], 0)
+    return bool(readable)
 
 
 def _status_line(line: bytes) -> tuple[int, int, bytes]:
@@ -270,11 +279,11 @@ class Chunked:
                     self.tail = data[pos:]
                     break
                 line = data[pos:nl].rstrip(b"\r")
-                size = line.split(b";", 1)[0].strip(b" \t")
-                if _HEX.fullmatch(size) is None:
+                digits = line.split(b";", 1)[0].strip(b" \t")
+                if _HEX.fullmatch(digits) is None:
                     raise httpx2.RemoteProtocolError(f"illegal chunk size: {line[:100]!r}")
                 pos = nl + 1
-                self.remaining = int(size, 16)
+                self.remaining = int(digits, 16)
                 self.state = 1 if self.remaining else 3
             elif state == 2:
                 if data[pos:pos + 2] == b"\r\n":

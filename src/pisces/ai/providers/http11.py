@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import urllib.request
 from typing import Any, AsyncIterator
 
@@ -50,6 +51,7 @@ import httpx2
 
 from pisces.ai.providers._http11_wire import FIELD_VALUE, MAX_HEAD, TOKEN, Chunked, Conn, framing, parse_head
 
+_HEAD_END = re.compile(rb"\n\r?\n")  # the blank line after a head (CRLF or bare LF lines, as h11 reads)
 _DISCONNECTED = "Server disconnected without sending a response."
 _INCOMPLETE = "peer closed connection without sending complete message body: "
 
@@ -276,14 +278,12 @@ async def _read_head(conn: Conn, timeout: float | None, retry: bool) -> tuple[in
         data = conn.take()
         if data:
             buf += data
-        ends = [i for i in (buf.find(b"\r\n\r\n"), buf.find(b"\n\n")) if i >= 0]
-        if ends:
-            end = min(ends)
-            skip = 4 if buf[end:end + 4] == b"\r\n\r\n" else 2
-            if end > MAX_HEAD:
+        found = _HEAD_END.search(buf)
+        if found is not None:
+            if found.start() > MAX_HEAD:
                 raise httpx2.RemoteProtocolError(f"the response head is longer than {MAX_HEAD} bytes")
-            minor, status, reason, headers = parse_head(buf[:end])
-            buf = buf[end + skip:]
+            minor, status, reason, headers = parse_head(buf[:found.start()])
+            buf = buf[found.end():]
             if status == 101:
                 raise httpx2.RemoteProtocolError("the server switched protocols, which was not asked for")
             if 100 <= status < 200:
