@@ -398,6 +398,23 @@ async def test_a_stalled_server_is_a_read_timeout():
         assert pieces == [b"first"]
 
 
+async def test_the_read_timeout_is_per_wait_a_slow_server_that_keeps_sending_is_not_stalled():
+    async def handler(reader, writer, index):
+        await srv.read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for i in range(12):  # 1.2 s in all, never more than 0.1 s without a byte
+            writer.write(chunk(b"%d," % i))
+            await writer.drain()
+            await asyncio.sleep(0.1)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        await reader.read()
+
+    async with RawServer(handler) as srv, client(timeout=httpx2.Timeout(5.0, read=0.6)) as c:
+        response = await c.get(srv.url)
+    assert response.content == b"".join(b"%d," % i for i in range(12))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -5,6 +5,7 @@ parser and the body framing, with the bounds that module's docstring lists (ever
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import select
 from typing import Any
@@ -107,10 +108,16 @@ class Conn(asyncio.Protocol):
         if self.chunks or self.eof:
             return
         waiter = self.waiter = self.loop.create_future()
-        if timeout is not None:
-            # one timer for many waits: it is moved, not re-created, while bytes keep coming
+        if timeout is None:
+            self.deadline = math.inf
+        else:
+            # one timer for many waits: while bytes keep coming it fires, finds the deadline moved, and is
+            # set again once; a timer set for a later deadline (an earlier, longer timeout) is replaced
             self.deadline = self.loop.time() + timeout
-            if self.timer is None:
+            timer = self.timer
+            if timer is None or timer.when() > self.deadline:
+                if timer is not None:
+                    timer.cancel()
                 self.timer = self.loop.call_at(self.deadline, self._on_timer)
         try:
             await waiter
@@ -126,7 +133,7 @@ class Conn(asyncio.Protocol):
             return
         if self.loop.time() >= self.deadline:
             waiter.set_result(True)  # timed out
-        else:
+        elif self.deadline != math.inf:
             self.timer = self.loop.call_at(self.deadline, self._on_timer)
 
     # -- writing ------------------------------------------------------------------------------
