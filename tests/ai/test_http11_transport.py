@@ -530,6 +530,16 @@ async def test_tls_with_a_ca_trusted_through_verify_sends_sni_and_alpn(tmp_path)
                 await c.get(url)
 
 
+async def test_a_tls_handshake_that_never_comes_is_a_connect_timeout():
+    async def handler(reader, writer, index):
+        await reader.read()  # accepts the connection, never answers the ClientHello
+
+    async with RawServer(handler) as srv:
+        async with client(timeout=httpx2.Timeout(5.0, connect=0.3)) as c:
+            with pytest.raises(httpx2.ConnectTimeout):
+                await c.get(f"https://127.0.0.1:{srv.port}/")
+
+
 # ---------------------------------------------------------------------------------------------
 # Fallbacks and closing
 # ---------------------------------------------------------------------------------------------
