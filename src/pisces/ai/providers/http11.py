@@ -1,11 +1,13 @@
 """A lean HTTP/1.1 transport under httpx2 for the direct path: the reply body in one piece per socket read.
 
 Providers stream replies as server-sent events, one event per HTTP chunk. Through httpx2's default transport
-every chunk is an h11 event, raised through httpcore2's connection, pool and stream layers and httpx2's own:
-on the benchmark machine about half of the direct path's 45-55 µs per event. This module replaces only the
-layer below httpx2 (an ``httpx2.AsyncBaseTransport``); httpx2 still builds the request (auth, headers,
-redirects, the timeout configuration), owns the ``Response``, and runs ``_limits``' bounded body reader and
-its inflation. Below it:
+every chunk is an h11 event (an object per chunk, parsed by h11's state machine) raised through httpcore2's
+connection, pool and stream layers and httpx2's own: on the benchmark machine most of the direct path's
+40-55 µs per event (11-21 µs through this module). That cost is h11's event model, not a setting; the
+HTTP/1.1 a client needs for a streamed reply is small, so this module speaks it and replaces only the layer
+below httpx2 (an ``httpx2.AsyncBaseTransport``): httpx2 still builds the request (auth, headers, redirects,
+the timeout configuration), owns the ``Response``, and runs ``_limits``' bounded body reader and its
+inflation, and whatever a user configures in httpx2 keeps its meaning. Below it:
 
 - connections per (scheme, host, port), on asyncio's own transports (an ``asyncio.Protocol``: bytes land in
   a list, no stream reader), kept alive for reuse up to ``keepalive_expiry`` and ``max_keepalive_connections``,
@@ -15,7 +17,7 @@ its inflation. Below it:
 - TLS through the ``ssl.SSLContext`` httpx2 itself builds for the same ``verify``/``cert``/``trust_env``
   (``httpx2.create_ssl_context``: the same trust store), SNI from the host, ALPN ``http/1.1``;
 - a body reader that decodes chunked, ``Content-Length`` and close-delimited bodies and yields everything one
-  wake-up of the loop brought, decoded, as one ``bytes`` (one SSE event a chunk costs one step, not five);
+  wake-up of the loop brought, decoded, as one ``bytes`` (no h11 event and no stream layer per chunk);
 - bounds on what a server sends: the status line and each header line 16 KB, the head 100 KB (httpcore2's
   figure), at most 256 header fields, a chunk-size line 4 KB (and at most 16 hex digits), trailers 100 KB;
   at most 256 KB read ahead of the reader (the socket is paused beyond). A malformed head, chunk size or
@@ -32,8 +34,9 @@ its inflation. Below it:
 It serves only what it can serve exactly; anything else goes to httpx2's default transport, built on first
 use: a scheme other than http/https, an ``Upgrade`` or ``CONNECT`` request, a ``trace`` extension.
 :func:`client_transport` returns no transport at all (httpx2 then builds its own, proxies included) when a
-proxy is configured in the environment (``HTTP(S)_PROXY``, ``ALL_PROXY``, as httpx2 reads them, whatever
-``NO_PROXY`` says), and when ``PISCES_HTTP_TRANSPORT=httpx`` asks for httpx2's transport.
+proxy is given or configured in the environment (``HTTP(S)_PROXY``, ``ALL_PROXY``, as httpx2 reads them,
+whatever ``NO_PROXY`` says), HTTP/2 or a Unix socket is asked for, and when ``PISCES_HTTP_TRANSPORT=httpx``
+asks for httpx2's transport.
 
 A response's connection goes back to the pool only when its body was read to the end; closing it earlier
 closes the connection. ``aclose()`` closes every connection, idle or not.
