@@ -221,9 +221,12 @@ PREPARE_WAIT_S = 5.0  # the longest a first request waits for ``prepare`` before
 def _new_client() -> Any:
     import httpx2  # noqa: PLC0415 - the HTTP client, loaded with the first direct request
 
+    from pisces.ai.providers import http11  # noqa: PLC0415 - its transport, loaded with httpx2
+
+    limits = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
+    transport = http11.client_transport(limits=limits)  # None: httpx2's own (a proxy, or the setting)
     return httpx2.AsyncClient(timeout=httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=DEFAULT_CONNECT_TIMEOUT_S),
-                              limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
-                              follow_redirects=True, **http_client_options())
+                              limits=limits, follow_redirects=True, transport=transport, **http_client_options())
 
 
 def prepare() -> None:
