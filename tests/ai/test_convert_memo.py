@@ -10,7 +10,7 @@ import random
 import msgspec
 
 from pisces.ai.providers import _shared
-from pisces.ai.providers._memo import MISS, JsonBody, MessageMemo, dumps
+from pisces.ai.providers._memo import MISS, JsonBody, MessageMemo, encoded
 from pisces.ai.providers.openai_chat_messages import _CONVERTED, convert_messages
 from pisces.ai.providers.openai_compat import get_compat
 from pisces.ai.providers.openai_completions import build_body
@@ -109,16 +109,16 @@ def test_kept_conversions_equal_fresh_ones_request_after_request():
         for end in range(0, len(history) + 1, 7):  # a session growing request after request
             for model in models:  # a model switch converts the same objects under another key
                 compat = get_compat(model)
-                texts: list[str] = []
+                texts: list[bytes] = []
                 kept = convert_messages(model, _ctx(history[:end]), compat, texts)
                 again = convert_messages(model, _ctx(history[:end]), compat)
                 fresh = convert_messages(model, _ctx(_copies(history[:end])), compat, fresh=True)
                 assert kept == fresh == again
-                assert texts == [dumps(p) for p in fresh]
+                assert b",".join(texts) == b",".join(encoded(p) for p in fresh)
                 body = build_body(model, _ctx(history[:end]), StreamOptions())
                 assert isinstance(body, JsonBody)
                 plain = json.dumps(dict(body), ensure_ascii=False, separators=(",", ":"), allow_nan=True)
-                assert body.dumps() == plain
+                assert body.to_bytes() == plain.encode("utf-8")
 
 
 def test_a_payload_hook_gets_fresh_dicts_and_the_kept_ones_stay_unchanged():
@@ -139,15 +139,19 @@ def test_a_payload_hook_gets_fresh_dicts_and_the_kept_ones_stay_unchanged():
     assert build_body(model, _ctx(history), StreamOptions()) == kept
 
 
+def _plain(body: dict) -> bytes:
+    return json.dumps(dict(body), ensure_ascii=False, separators=(",", ":"), allow_nan=True).encode("utf-8")
+
+
 def test_a_body_changed_after_it_was_built_is_encoded_again():
     history = _history(random.Random(3), 30)
     body = build_body(MODELS[0], _ctx(history), StreamOptions())
     assert isinstance(body, JsonBody)
     body["messages"] = body["messages"][:-1] + [{"role": "user", "content": "replaced"}]
     body["temperature"] = float("nan")
-    assert body.dumps() == json.dumps(dict(body), ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    assert body.to_bytes() == _plain(body)
     body["messages"].append({"role": "user", "content": "appended"})
-    assert body.dumps() == json.dumps(dict(body), ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    assert body.to_bytes() == _plain(body)
 
 
 def test_a_message_whose_content_list_grew_is_converted_again():

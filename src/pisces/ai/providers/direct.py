@@ -316,8 +316,8 @@ async def post_stream(url: str, headers: dict[str, str], body: Any, *, max_retri
     await _await_prepare()
     client = _client()
     # a JsonBody (a long session's messages, their JSON text kept between requests) joins what it has
-    content = (body.dumps() if isinstance(body, JsonBody) else
-               json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=True)).encode("utf-8")
+    content = (body.to_bytes() if isinstance(body, JsonBody) else
+               json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=True).encode("utf-8"))
     retries = 2 if max_retries is None else max(0, max_retries)
     read: float | int = timeout if timeout is not None else int(DEFAULT_TIMEOUT_S)
     request_timeout = httpx2.Timeout(timeout, connect=DEFAULT_CONNECT_TIMEOUT_S) if timeout is not None else None

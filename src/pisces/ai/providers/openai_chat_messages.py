@@ -3,8 +3,8 @@ conversion and its JSON text kept between requests (``_memo``), so a long sessio
 work for its new messages only, plus joining the texts of the others.
 
 Guarantees: ``convert_messages`` returns what converting every message again would (the same dicts, in the
-same order, equal whatever is cached); with ``texts`` it also fills, for each returned dict, the JSON text
-the direct transport would send for it. The dicts it returns come from the cache unless ``fresh``: a caller
+same order, equal whatever is cached); with ``texts`` it also fills in the JSON the direct transport would
+send for them, in pieces that join with commas. The dicts it returns come from the cache unless ``fresh``: a caller
 that hands them to code that may change them in place (an extension's ``before_provider_request``) asks for
 fresh ones.
 """
@@ -14,11 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from itertools import compress
-from operator import attrgetter, eq, is_not
+from operator import attrgetter
 from typing import Any, Callable
 
-from pisces.ai.providers._memo import KEEP_ROUNDS, MISS, MessageMemo, dumps
+from pisces.ai.providers._memo import KEEP_ROUNDS, MISS, MessageMemo, encoded
 from pisces.ai.providers._shared import Transformer, sanitize
 from pisces.ai.providers._shared import sweep_transformed as _TRANSFORMED_SWEEP
 from pisces.ai.types import (
@@ -120,52 +119,48 @@ def _one(msg: Any, compat: dict[str, Any], bridge: bool, reasoning: bool, takes_
     images])."""
     if isinstance(msg, ToolResultMessage):
         tool_msg, images = _tool_result(msg, compat, takes_images)
-        return tool_msg, dumps(tool_msg) if text else None, images
+        return tool_msg, encoded(tool_msg) if text else None, images
     param = _user(msg, takes_images) if isinstance(msg, UserMessage) else _assistant(msg, compat, bridge, reasoning)
-    return param, dumps(param) if text and param is not None else None
+    return param, encoded(param) if text and param is not None else None
 
 
 class _Checkpoint:
-    """A conversion up to and including a user message: its inputs (and their content lists), the params
-    and texts they gave, and the tool-call ids renamed before it."""
+    """A conversion up to and including a user message: its inputs (and the content lists of the last
+    ``RECENT`` of them, with their lengths), the params they gave and the JSON of those joined by commas
+    (``blob``: the next checkpoint copies it in one piece), and the tool-call ids renamed before it."""
 
-    __slots__ = ("key", "system", "inputs", "contents", "lens", "params", "texts", "id_map", "used")
+    __slots__ = ("key", "system", "inputs", "contents", "lens", "params", "blob", "id_map", "used")
 
-    def __init__(self, key: tuple, system: Any, inputs: list[Any], params: list[dict[str, Any]], texts: list[str],
-                 id_map: dict[str, str]) -> None:
+    def __init__(self, key: tuple, system: Any, inputs: list[Any], params: list[dict[str, Any]],
+                 blob: bytes, id_map: dict[str, str]) -> None:
         self.key = key
         self.system = system
         self.inputs = inputs
-        self.contents = list(map(_CONTENT, inputs))
+        self.contents = list(map(_CONTENT, inputs[-RECENT:]))
         self.lens = list(map(len, self.contents))
         self.params = params
-        self.texts = texts
+        self.blob = blob
         self.id_map = id_map
         self.used = _round
 
     def fits(self, key: tuple, system: Any, messages: list[Any]) -> bool:
-        """Whether ``messages`` starts with this checkpoint's inputs: the same objects with the same content
-        lists of the same lengths, or (at most ``_MAX_EQUAL`` of them: the user messages ``convert_to_llm``
-        makes again at every request, e.g. a compaction summary) equal ones."""
+        """Whether ``messages`` starts with this checkpoint's inputs: equal messages, mostly the same objects
+        (a list compares those by identity first; equal ones convert alike, and ``convert_to_llm`` makes a
+        compaction summary's message again at every request), the last ``RECENT`` with equal content lists
+        as long as they were (a message replaced in place: an extension's ``message_end`` handler does so
+        while the run goes on, and a run's handlers are done before the next prompt)."""
         n = len(self.inputs)
         if key != self.key or len(messages) < n or system != self.system:
             return False
         head = messages[:n]
-        others = list(compress(range(n), map(is_not, head, self.inputs)))
-        if len(others) > _MAX_EQUAL:
+        if head != self.inputs:
             return False
-        for i in others:
-            if type(head[i]) is not type(self.inputs[i]) or head[i] != self.inputs[i]:
-                return False
-        contents = list(map(_CONTENT, head))
-        moved = compress(range(n), map(is_not, contents, self.contents))
-        if not set(moved) <= set(others):
-            return False
-        return all(map(eq, map(len, contents), self.lens))
+        contents = list(map(_CONTENT, head[-RECENT:]))
+        return contents == self.contents and list(map(len, contents)) == self.lens
 
 
 _CONTENT = attrgetter("content")
-_MAX_EQUAL = 8
+RECENT = 512  # the messages whose content lists a checkpoint compares (older ones are not changed in place)
 _CHECKPOINTS: list[_Checkpoint] = []  # the latest last: about one per conversation of the process
 MAX_CHECKPOINTS = 4
 _round = 0  # requests converted so far
@@ -196,11 +191,12 @@ def _forget_checkpoints() -> None:
     del _CHECKPOINTS[:-MAX_CHECKPOINTS]
 
 
-def convert_messages(model: Model, context: Context, compat: dict[str, Any], texts: list[str] | None = None,
+def convert_messages(model: Model, context: Context, compat: dict[str, Any], texts: list[bytes] | None = None,
                      fresh: bool = False) -> list[dict[str, Any]]:
     """The request's messages. Unless ``fresh``, a conversion starts again after the last user message of an
     earlier one whose messages this context starts with (``_Checkpoint``), and converts each other message
-    once (``_CONVERTED``): the same dicts as converting everything again, and their JSON text in ``texts``."""
+    once (``_CONVERTED``): the same dicts as converting everything again. ``texts`` gets pieces of JSON whose
+    join by commas is the params' JSON (a piece per param, or a checkpoint's params in one)."""
     normalize = normalize_call_id(model)
     flags = ("image" in model.input, bool(compat.get("requiresAssistantAfterToolResult")), bool(model.reasoning),
              bool(compat.get("requiresThinkingAsText")),
@@ -210,11 +206,12 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any], tex
     system = context.systemPrompt
     inputs = context.messages
     params: list[dict[str, Any]] = []
-    out_texts: list[str] = []
+    pieces: list[bytes] = []  # joined by commas: the JSON of the params
     cp = None if fresh else _resume(key, system, inputs)
     if cp is not None:
         params += cp.params
-        out_texts += cp.texts
+        if cp.params:
+            pieces.append(cp.blob)
         start = len(cp.inputs)
         t = Transformer(model, normalize, cp.id_map)
     else:
@@ -223,7 +220,7 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any], tex
         if isinstance(system, str) and system:
             role = "developer" if model.reasoning and compat["supportsDeveloperRole"] else "system"
             params.append({"role": role, "content": sanitize(system)})
-            out_texts.append(dumps(params[-1]))
+            pieces.append(encoded(params[-1]))
     last_user = len(inputs) - 1  # where the next checkpoint goes: the last user message after ``start``
     while last_user >= start and not isinstance(inputs[last_user], UserMessage):
         last_user -= 1
@@ -235,22 +232,25 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any], tex
         t.feed(inputs[last_user + 1:])
     else:
         t.feed(inputs[start:])
-    cut_at = _convert(t.out, params, out_texts, compat, flags, fresh, cut)
+    cut_at = _convert(t.out, params, pieces, compat, flags, fresh, cut)
     if not fresh:
         _TRANSFORMED_SWEEP()
         _CONVERTED.sweep()
         if cut_at is not None:
             if cp is not None:  # the new checkpoint goes further along the same conversation
                 _CHECKPOINTS.remove(cp)
-            _CHECKPOINTS.append(_Checkpoint(key, system, inputs[:last_user + 1], params[:cut_at[0]],
-                                            out_texts[:cut_at[1]], id_map))
+            try:
+                _CHECKPOINTS.append(_Checkpoint(key, system, inputs[:last_user + 1], params[:cut_at[0]],
+                                                b",".join(pieces[:cut_at[1]]), id_map))
+            except AttributeError:  # a message without a content list: no checkpoint
+                pass
         _forget_checkpoints()
     if texts is not None:
-        texts += out_texts
+        texts += pieces
     return params
 
 
-def _convert(messages: list[Any], params: list[dict[str, Any]], texts: list[str], compat: dict[str, Any],
+def _convert(messages: list[Any], params: list[dict[str, Any]], texts: list[bytes], compat: dict[str, Any],
              flags: tuple, fresh: bool, cut: int) -> tuple[int, int] | None:
     """Append the params (and their texts) of ``messages``, transformed; returns the lengths of both lists
     right after the ``cut``-th message (1-based), if any."""
@@ -258,9 +258,9 @@ def _convert(messages: list[Any], params: list[dict[str, Any]], texts: list[str]
     memo = _CONVERTED
     at: tuple[int, int] | None = None
 
-    def add(param: dict[str, Any], text: str | None = None) -> None:
+    def add(param: dict[str, Any], text: bytes | None = None) -> None:
         params.append(param)
-        texts.append(dumps(param) if text is None else text)
+        texts.append(encoded(param) if text is None else text)
 
     i = 0
     n = len(messages)

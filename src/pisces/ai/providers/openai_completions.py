@@ -331,7 +331,7 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     kept between requests and the body (a ``JsonBody``) has their JSON text at hand for the transport."""
     compat = get_compat(model)
     fresh = options.onPayload is not None
-    texts: list[str] | None = None if fresh else []
+    texts: list[bytes] | None = None if fresh else []
     body: dict[str, Any] = JsonBody() if texts is not None else {}
     body["model"] = model.id
     body["messages"] = convert_messages(model, context, compat, texts, fresh=fresh)
