@@ -1,6 +1,6 @@
-"""A long session's request conversion kept between requests (``ai.providers._memo``): whatever was kept, the
-Chat Completions body equals a conversion of fresh copies of the same messages, byte for byte once encoded,
-and the table stays bounded."""
+"""A long session's request conversion kept between requests (``openai_chat_messages``,
+``_shared.MessageMemo``): whatever was kept, the Chat Completions body equals a conversion of fresh copies of
+the same messages, byte for byte once encoded, and the tables stay bounded."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import random
 import msgspec
 
 from pisces.ai.providers import _shared
-from pisces.ai.providers._memo import MISS, JsonBody, MessageMemo, encoded
+from pisces.ai.providers._memo import JsonBody, encoded
+from pisces.ai.providers._shared import MISS, MessageMemo
 from pisces.ai.providers.openai_chat_messages import _CONVERTED, convert_messages
 from pisces.ai.providers.openai_compat import get_compat
 from pisces.ai.providers.openai_completions import build_body

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import threading
 import weakref
 from typing import Any, Callable, Iterable
 
@@ -14,7 +15,6 @@ import msgspec
 
 from pisces.ai.models import LOGIN_PROVIDERS, PROVIDER_ENV_KEYS, calculate_cost
 from pisces.ai.providers._limits import ProviderLimitError
-from pisces.ai.providers._memo import MISS, MessageMemo
 from pisces.ai.types import (
     AssistantMessage,
     Message,
@@ -229,6 +229,79 @@ def normalize_tool_call_id(tool_id: str) -> str:
 def _no_result(tc: ToolCall) -> ToolResultMessage:
     return ToolResultMessage(toolCallId=tc.id, toolName=tc.name, content=[TextContent(text="No result provided")],
                              isError=True)
+
+
+MISS: Any = object()
+KEEP_ROUNDS = 16
+
+
+class MessageMemo:
+    """What a message converts to for a provider, kept between requests: id(message) -> [message, key,
+    content, len(content), value, last round used].
+
+    Every request of a session carries the whole history. Converting each message again at every request
+    (pi's transformMessages, the provider's own shape, then JSON) made pisces' own work per request grow with
+    the session: at 1,000 prompts about 45 ms of Python a request. A message is complete when it joins the
+    context and nothing changes it in place afterwards (the loop appends finished messages; compaction, a
+    branch switch, an extension's ``context`` handler hand over other message objects; an extension's
+    ``message_end`` handler replaces its content list), so its conversion is kept against the object itself.
+
+    Guarantees:
+
+    - a hit only for the very same message object (the entry holds a reference to it, so its id cannot be
+      reused while the entry lives), under an equal key (what the conversion depends on besides the message:
+      the model, the provider's flags), with the same ``content`` object of the same length (a list replaced
+      or appended to is converted again);
+    - bounded: after each request (``sweep``), once the table holds more than twice the entries that request
+      used plus ``margin``, the entries no request of the last ``KEEP_ROUNDS`` used are dropped, and if more
+      than four times remain, all but that request's: at most ``4 * used + margin`` entries stay. A session's
+      table follows its context (what compaction or a branch switch left behind goes), and the sessions of one
+      process (subagents) share it without evicting each other's.
+    """
+
+    __slots__ = ("_table", "_round", "_used", "margin", "_lock")
+
+    def __init__(self, margin: int = 512) -> None:
+        self._table: dict[int, list[Any]] = {}
+        self._lock = threading.Lock()  # put and sweep: requests of event loops in other threads
+        self._round = 0
+        self._used = 0
+        self.margin = margin
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def get(self, msg: Any, key: Any) -> Any:
+        """The value kept for ``msg`` under ``key``, or ``MISS``."""
+        entry = self._table.get(id(msg))
+        if entry is None or entry[0] is not msg or entry[1] != key:
+            return MISS
+        content = msg.content
+        if entry[2] is not content or entry[3] != len(content):
+            return MISS
+        entry[5] = self._round
+        self._used += 1
+        return entry[4]
+
+    def put(self, msg: Any, key: Any, value: Any) -> Any:
+        content = msg.content
+        with self._lock:
+            self._table[id(msg)] = [msg, key, content, len(content), value, self._round]
+            self._used += 1
+        return value
+
+    def sweep(self) -> None:
+        """End of a request: drop what was not used lately once the table outgrows what requests use."""
+        with self._lock:
+            used, self._used = self._used, 0
+            current = self._round
+            self._round += 1
+            if len(self._table) > 2 * used + self.margin:
+                table = {k: e for k, e in self._table.items() if e[5] >= current - KEEP_ROUNDS}
+                if len(table) > 4 * used + self.margin:  # many other contexts lately: this request's only
+                    table = {k: e for k, e in table.items() if e[5] == current}
+                self._table = table
+
 
 
 _TRANSFORMED = MessageMemo()

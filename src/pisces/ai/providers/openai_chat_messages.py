@@ -14,11 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from operator import attrgetter
 from typing import Any, Callable
 
-from pisces.ai.providers._memo import KEEP_ROUNDS, MISS, MessageMemo, encoded
-from pisces.ai.providers._shared import Transformer, sanitize
+from pisces.ai.providers._memo import encoded
+from pisces.ai.providers._shared import KEEP_ROUNDS, MISS, MessageMemo, Transformer, sanitize
 from pisces.ai.providers._shared import sweep_transformed as _TRANSFORMED_SWEEP
 from pisces.ai.types import (
     AssistantMessage,
@@ -164,6 +165,7 @@ RECENT = 512  # the messages whose content lists a checkpoint compares (older on
 _CHECKPOINTS: list[_Checkpoint] = []  # the latest last: about one per conversation of the process
 MAX_CHECKPOINTS = 4
 _round = 0  # requests converted so far
+_LOCK = threading.Lock()
 
 
 def _resume(key: tuple, system: Any, messages: list[Any]) -> _Checkpoint | None:
@@ -197,6 +199,12 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any], tex
     earlier one whose messages this context starts with (``_Checkpoint``), and converts each other message
     once (``_CONVERTED``): the same dicts as converting everything again. ``texts`` gets pieces of JSON whose
     join by commas is the params' JSON (a piece per param, or a checkpoint's params in one)."""
+    with _LOCK:  # the tables are the process's: requests of event loops in other threads take turns
+        return _convert_messages(model, context, compat, texts, fresh)
+
+
+def _convert_messages(model: Model, context: Context, compat: dict[str, Any], texts: list[bytes] | None,
+                      fresh: bool) -> list[dict[str, Any]]:
     normalize = normalize_call_id(model)
     flags = ("image" in model.input, bool(compat.get("requiresAssistantAfterToolResult")), bool(model.reasoning),
              bool(compat.get("requiresThinkingAsText")),
@@ -206,11 +214,11 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any], tex
     system = context.systemPrompt
     inputs = context.messages
     params: list[dict[str, Any]] = []
-    pieces: list[bytes] = []  # joined by commas: the JSON of the params
+    pieces: list[bytes] | None = [] if texts is not None or not fresh else None  # joined by commas: their JSON
     cp = None if fresh else _resume(key, system, inputs)
     if cp is not None:
         params += cp.params
-        if cp.params:
+        if cp.params and pieces is not None:
             pieces.append(cp.blob)
         start = len(cp.inputs)
         t = Transformer(model, normalize, cp.id_map)
@@ -220,7 +228,8 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any], tex
         if isinstance(system, str) and system:
             role = "developer" if model.reasoning and compat["supportsDeveloperRole"] else "system"
             params.append({"role": role, "content": sanitize(system)})
-            pieces.append(encoded(params[-1]))
+            if pieces is not None:
+                pieces.append(encoded(params[-1]))
     last_user = len(inputs) - 1  # where the next checkpoint goes: the last user message after ``start``
     while last_user >= start and not isinstance(inputs[last_user], UserMessage):
         last_user -= 1
@@ -236,7 +245,7 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any], tex
     if not fresh:
         _TRANSFORMED_SWEEP()
         _CONVERTED.sweep()
-        if cut_at is not None:
+        if cut_at is not None and pieces is not None:
             if cp is not None:  # the new checkpoint goes further along the same conversation
                 _CHECKPOINTS.remove(cp)
             try:
@@ -245,12 +254,12 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any], tex
             except AttributeError:  # a message without a content list: no checkpoint
                 pass
         _forget_checkpoints()
-    if texts is not None:
+    if texts is not None and pieces is not None:
         texts += pieces
     return params
 
 
-def _convert(messages: list[Any], params: list[dict[str, Any]], texts: list[bytes], compat: dict[str, Any],
+def _convert(messages: list[Any], params: list[dict[str, Any]], texts: list[bytes] | None, compat: dict[str, Any],
              flags: tuple, fresh: bool, cut: int) -> tuple[int, int] | None:
     """Append the params (and their texts) of ``messages``, transformed; returns the lengths of both lists
     right after the ``cut``-th message (1-based), if any."""
@@ -260,7 +269,8 @@ def _convert(messages: list[Any], params: list[dict[str, Any]], texts: list[byte
 
     def add(param: dict[str, Any], text: bytes | None = None) -> None:
         params.append(param)
-        texts.append(encoded(param) if text is None else text)
+        if texts is not None:
+            texts.append(encoded(param) if text is None else text)
 
     i = 0
     n = len(messages)
@@ -292,5 +302,5 @@ def _convert(messages: list[Any], params: list[dict[str, Any]], texts: list[byte
                 add({"role": "user",
                      "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images]})
         if i == cut:
-            at = (len(params), len(texts))
+            at = (len(params), len(texts) if texts is not None else 0)
     return at
