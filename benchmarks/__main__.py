@@ -25,9 +25,10 @@ Workloads (sizes as in the issue; ``--tiny`` shrinks them all for the smoke test
     mcp         spawn -> get_state with 3 MCP stdio servers configured against none; the first request's body
                 with 80 MCP tools deferred behind mcp_tool_search against all loaded
     long_session
-                1,000 prompts in one process, each a read tool call and a reply: CPU and wall time per prompt
-                at prompts 1-20, 91-110 and 981-1000, RSS after prompt 1, 100 and 1000; pisces with the faux
-                model, then both agents against the scripted LLM (whole sessions, alternating)
+                1,000 prompts in one process, each a read tool call and a reply, session written: the agent's
+                CPU time per prompt and wall time minus the LLM server's (medians of 21 prompts around prompt
+                1, 100 and 1000), RSS after prompt 1, 100 and 1000; both agents against the scripted LLM
+                (whole sessions, alternating), and pisces with the faux model
     web         a 2000-chunk reply fanned out to 1 and 10 WebSocket clients of ``pisces --mode web`` (deltas
                 profile): time to the last client's agent_end, server CPU time, bytes per client
 

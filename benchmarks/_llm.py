@@ -11,6 +11,10 @@ A turn (one per request, in order; the first turn whose ``match`` fits is taken 
     usage       {"prompt_tokens", "completion_tokens"} (default: estimated from the sizes)
     match       {"system_contains": s}: taken only by a request whose system prompt contains ``s``
 With no turn left the reply is the text "[benchmark llm] script exhausted".
+
+``GET /_requests`` lists, per completion request since the last ``/_script``: the body's bytes, its tool
+count and ``ms``, the server's own time for it (from its headers read to the reply's last byte written),
+which a benchmark subtracts from an agent's wall time to get the agent's share.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import json
 import math
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -30,21 +35,32 @@ class Script:
         self.turns: list[dict] = []
         self.requests: list[dict] = []  # per completion request: body bytes, tool count (GET /_requests)
         self.used: list[bool] = []
+        self.plain_from = 0  # every turn without "match" before this index is used
+        self.any_match = False
 
     def set(self, turns: list[dict]) -> None:
         with self.lock:
             self.turns = list(turns)
             self.used = [False] * len(turns)
+            self.requests = []
+            self.plain_from = 0
+            self.any_match = any("match" in t for t in turns)
 
     def pick(self, system: str) -> dict:
         with self.lock:
             for want_match in (True, False):
-                for i, t in enumerate(self.turns):
+                if want_match and not self.any_match:
+                    continue
+                start = 0 if want_match else self.plain_from
+                for i in range(start, len(self.turns)):
+                    t = self.turns[i]
                     if self.used[i] or ("match" in t) != want_match:
                         continue
                     if want_match and t["match"].get("system_contains", "") not in system:
                         continue
                     self.used[i] = True
+                    if not want_match:
+                        self.plain_from = i + 1
                     return t
         return {"text": "[benchmark llm] script exhausted"}
 
@@ -97,13 +113,15 @@ class Handler(BaseHTTPRequestHandler):
         self._json(200, {"object": "list", "data": [{"id": "scripted-model", "object": "model"}]})
 
     def do_POST(self) -> None:
+        t0 = time.perf_counter()
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         if self.path == "/_script":
             self.script.set(body.get("turns", body) if isinstance(body, dict) else body)
             self._json(200, {"ok": True})
             return
-        self.script.requests.append({"bytes": length, "tools": len(body.get("tools") or [])})
+        record: dict[str, Any] = {"bytes": length, "tools": len(body.get("tools") or [])}
+        self.script.requests.append(record)
         turn = self.script.pick(_system_text(body))
         deltas = chunks_for(turn)
         finish = "tool_calls" if turn.get("tool_calls") else "stop"
@@ -134,6 +152,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass
+        record["ms"] = (time.perf_counter() - t0) * 1000
         self.close_connection = True
 
 

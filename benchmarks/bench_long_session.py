@@ -1,20 +1,31 @@
-"""Long sessions: 1,000 prompts in one process, each a tool call (``read`` of a small file) and a text
-reply, with the session file written as usual. What grows with the session's length shows up here:
-context building, serialisation of the request, the session append, the memory kept per message.
+"""Long sessions: 1,000 prompts in one process, each a user message, a tool call (``read`` of a small file)
+and a text reply, with the session file written as usual (no ``--no-session``). What grows with the session's
+length shows up here: context building, serialisation of the request, the session append, the memory kept
+per message.
 
-    python -m benchmarks.bench_long_session [--prompts 1000] [--no-pi]
+    python -m benchmarks.bench_long_session [--prompts 1000] [--rounds 1] [--no-pi] [--faux-only]
 
-Two runs, each one process for the whole session:
+Both agents (pi 0.73.1 where node is present) run the same script against the scripted OpenAI-wire LLM
+(``_llm.py``): one whole session each, alternately, pi first. pisces also runs once with its faux model (no
+HTTP), a pisces-only row.
 
-- pisces with its faux model (no HTTP): per-prompt wall time (prompt line -> ``agent_end``) and process CPU
-  time (``/proc/<pid>/stat``, summed over a window of prompts: the clock ticks are 10 ms) in three windows,
-  prompts 1-20, 91-110 and the last 20, and the resident memory (VmRSS) after prompt 1, 100 and the last;
-- both agents, alternately one whole session each (pi 0.73.1 where node is present), against the scripted
-  OpenAI-wire LLM (``_llm.py``), which serves the same tool call and reply turns: the same figures side by
-  side. Here every request carries the whole context over HTTP, so some growth is inherent to the wire.
+What is measured, at prompt 1, 100 and the last (1,000):
 
-"flat in the session's length" reads as: the last window's per-prompt cost over the first's near 1.
-Prints numbers; asserts nothing.
+- **CPU per prompt** (the headline figure): the agent process's CPU time (user + system, every thread) from
+  the prompt line written to its ``agent_end`` read, from ``/proc/<pid>/task/*/schedstat`` (nanoseconds);
+  the median over a window of 21 prompts around the point (1-21, 90-110, 980-1000). CPU time, not wall
+  time, because the machine is shared: another process's load stretches wall time but not CPU time. The
+  window's total from ``/proc/<pid>/stat`` (clock ticks, includes threads that ended) is in the JSON's
+  ``detail`` as a check.
+- **wall minus server**: prompt line -> ``agent_end`` minus the scripted server's own time for the prompt's
+  two requests (``ms`` in ``GET /_requests``), the median over the same window. Noisy on a busy machine.
+- **RSS**: ``VmRSS`` of ``/proc/<pid>/status`` right after the prompt's ``agent_end`` (``VmHWM``, the peak,
+  in ``detail``).
+- the request body's bytes at each point (``detail``): every request carries the whole context, so the
+  serialisation of the body grows with the session by nature; the agent's other work per prompt should not.
+
+"flat in the session's length" reads as: CPU per prompt at 1,000 over CPU per prompt at 1 near 1, beyond what
+the growing request body costs. Prints numbers; asserts nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -35,89 +47,120 @@ if __package__ in (None, ""):
 
 from benchmarks._common import Config, Figure, Results
 
-WINDOW = 20
+HALF = 10  # a window is the point and 10 prompts either side (shifted to stay inside the session)
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 NOTE_TEXT = "A small file read at every prompt of the long-session benchmark.\n" * 4
 
 
-def _cpu_s(pid: int) -> float:
+def _stat_cpu_s(pid: int) -> float:
+    """User + system time of the whole process (threads that ended included), in clock ticks."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) * _TICK_S  # utime, stime (fields 14 and 15 of stat)
 
 
-def _rss_kb(pid: int) -> int:
+def _thread_cpu_ns(pid: int) -> dict[str, int]:
+    """Each live thread's CPU time in ns (first field of its schedstat)."""
+    out: dict[str, int] = {}
+    base = f"/proc/{pid}/task"
+    for tid in os.listdir(base):
+        try:
+            with open(f"{base}/{tid}/schedstat") as f:
+                out[tid] = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass  # the thread ended between the listing and the read
+    return out
+
+
+def _cpu_delta_ms(before: dict[str, int], after: dict[str, int]) -> float:
+    return sum(ns - before.get(tid, 0) for tid, ns in after.items()) / 1e6
+
+
+def _mem_kb(pid: int) -> dict[str, int]:
+    out = {}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                out[line.split(":")[0]] = int(line.split()[1])
+    return out
 
 
-def windows(prompts: int) -> dict[str, tuple[int, int]]:
-    """The prompt windows (first and last index, 1-based, inclusive) measured per prompt."""
-    w = min(WINDOW, max(1, prompts // 5))
-    mid = min(max(91, w + 1), max(1, prompts - 2 * w))
-    return {"first": (1, w), "p100": (mid, mid + w - 1), "last": (prompts - w + 1, prompts)}
+def points(prompts: int) -> list[int]:
+    """The prompts measured: 1, 100 and the last (the middle one for a session under 200 prompts)."""
+    mid = 100 if prompts >= 200 else max(1, prompts // 2)
+    return sorted({1, mid, prompts})
 
 
-def drive(cmd: list[str], env: dict[str, str], cwd: str, prompts: int, timeout: float = 120.0) -> dict[str, Any]:
-    """One process, ``prompts`` prompts one after the other; per-window wall ms and CPU ms per prompt, RSS."""
+def window(point: int, prompts: int) -> tuple[int, int]:
+    """First and last prompt (1-based, inclusive) of the window around ``point``."""
+    width = min(2 * HALF + 1, prompts)
+    lo = min(max(1, point - HALF), prompts - width + 1)
+    return lo, lo + width - 1
+
+
+def _llm_requests(port: int) -> list[dict[str, Any]]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/_requests", timeout=30) as r:
+        return list(json.loads(r.read())["requests"])
+
+
+def drive(cmd: list[str], env: dict[str, str], cwd: str, prompts: int, llm_port: int | None = None,
+          timeout: float = 120.0) -> dict[str, Any]:
+    """One process, ``prompts`` prompts one after the other; per prompt the agent's CPU ms and wall ms; the
+    memory at each point; with ``llm_port``, the scripted server's time and the body's bytes per request."""
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
     assert proc.stdin is not None and proc.stdout is not None
     stdin, stdout = proc.stdin, proc.stdout
 
-    def until(pred: Any) -> None:
+    def until(needle: bytes, pred: Any) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             line = stdout.readline()
             if not line:
                 raise RuntimeError(f"{cmd[0]} ended (exit {proc.poll()})")
-            if line.startswith(b"{") and pred(json.loads(line)):
-                return
-        raise RuntimeError(f"no agent_end within {timeout} s")
+            if needle in line and line.startswith(b"{"):
+                obj = json.loads(line)
+                if pred(obj):
+                    return obj
+        raise RuntimeError(f"no {needle.decode()} within {timeout} s")
 
-    wins = windows(prompts)
-    wall: dict[str, list[float]] = {k: [] for k in wins}
-    cpu: dict[str, float] = {}
-    rss: dict[str, int] = {}
-    errors = 0
+    pts = points(prompts)
+    wins = {p: window(p, prompts) for p in pts}
+    cpu_ms: list[float] = []
+    wall_ms: list[float] = []
+    mem: dict[int, dict[str, int]] = {}
+    stat_cpu: dict[int, float] = {}
+    errors: list[str] = []
     try:
         stdin.write(b'{"id":"s","type":"get_state"}\n')
         stdin.flush()
-        until(lambda o: o.get("id") == "s")
+        until(b'"s"', lambda o: o.get("id") == "s")
+        time.sleep(1.0)  # both agents idle a moment after start-up, as a person would before typing
         started = time.perf_counter()
-        cpu_at_start: dict[str, float] = {}
+        cpu_started = _stat_cpu_s(proc.pid)
         for i in range(1, prompts + 1):
-            for key, (lo, _hi) in wins.items():
+            for p, (lo, _hi) in wins.items():
                 if i == lo:
-                    cpu_at_start[key] = _cpu_s(proc.pid)
+                    stat_cpu[p] = _stat_cpu_s(proc.pid)
+            line = json.dumps({"id": f"p{i}", "type": "prompt", "message": f"Read the notes ({i})"}).encode()
+            before = _thread_cpu_ns(proc.pid)
             t = time.perf_counter()
-            stdin.write(json.dumps({"id": f"p{i}", "type": "prompt", "message": f"Read the notes ({i})"}).encode()
-                        + b"\n")
+            stdin.write(line + b"\n")
             stdin.flush()
-            end: dict[str, Any] = {}
-
-            def is_end(o: dict[str, Any], end: dict[str, Any] = end) -> bool:
-                if o.get("type") == "agent_end":
-                    end.update(o)
-                    return True
-                return False
-
-            until(is_end)
-            ms = (time.perf_counter() - t) * 1000
-            last = (end.get("messages") or [{}])[-1]
-            if last.get("stopReason") == "error":
-                errors += 1
-            for key, (lo, hi) in wins.items():
-                if lo <= i <= hi:
-                    wall[key].append(ms)
+            end = until(b'"agent_end"', lambda o: o.get("type") == "agent_end")
+            wall_ms.append((time.perf_counter() - t) * 1000)
+            cpu_ms.append(_cpu_delta_ms(before, _thread_cpu_ns(proc.pid)))
+            messages = end.get("messages") or [{}]
+            last = messages[-1]
+            if len(messages) != 4 or last.get("stopReason") == "error" or "script exhausted" in json.dumps(last):
+                errors.append(f"prompt {i}: {len(messages)} messages, last {json.dumps(last)[:300]}")
+            if i in wins:
+                mem[i] = _mem_kb(proc.pid)
+            for p, (lo, hi) in wins.items():
                 if i == hi:
-                    cpu[key] = (_cpu_s(proc.pid) - cpu_at_start[key]) * 1000 / (hi - lo + 1)
-            if i in (1, 100, prompts):
-                rss[f"after_{i}"] = _rss_kb(proc.pid)
+                    stat_cpu[p] = (_stat_cpu_s(proc.pid) - stat_cpu[p]) * 1000 / (hi - lo + 1)
         total_s = time.perf_counter() - started
+        total_cpu_s = _stat_cpu_s(proc.pid) - cpu_started
     finally:
         stdin.close()
         try:
@@ -125,8 +168,28 @@ def drive(cmd: list[str], env: dict[str, str], cwd: str, prompts: int, timeout: 
         except subprocess.TimeoutExpired:
             proc.kill()  # the process this function started, by handle
             proc.wait()
-    return {"wall_ms": {k: statistics.median(v) for k, v in wall.items()}, "cpu_ms_per_prompt": cpu,
-            "rss_kb": rss, "total_s": total_s, "errors": errors, "windows": wins}
+    server_ms: list[float] = []
+    body_bytes: list[int] = []
+    if llm_port is not None:
+        reqs = _llm_requests(llm_port)
+        if len(reqs) != 2 * prompts:
+            errors.append(f"{len(reqs)} requests for {prompts} prompts")
+        else:  # a tool call turn and a reply turn per prompt
+            server_ms = [reqs[2 * k].get("ms", 0.0) + reqs[2 * k + 1].get("ms", 0.0) for k in range(prompts)]
+            body_bytes = [reqs[2 * k]["bytes"] for k in range(prompts)]
+    at: dict[int, dict[str, Any]] = {}
+    for p, (lo, hi) in wins.items():
+        sl = slice(lo - 1, hi)
+        row: dict[str, Any] = {"window": [lo, hi], "cpu_ms": statistics.median(cpu_ms[sl]),
+                               "cpu_ms_stat_mean": stat_cpu[p], "wall_ms": statistics.median(wall_ms[sl]),
+                               "rss_kb": mem[p]["VmRSS"], "hwm_kb": mem[p]["VmHWM"],
+                               "cpu_ms_at_point": cpu_ms[p - 1]}
+        if server_ms:
+            row["agent_wall_ms"] = statistics.median([w - s for w, s in zip(wall_ms[sl], server_ms[sl], strict=True)])
+            row["server_ms"] = statistics.median(server_ms[sl])
+            row["body_bytes"] = body_bytes[p - 1]
+        at[p] = row
+    return {"at": at, "total_s": total_s, "total_cpu_s": total_cpu_s, "errors": errors, "prompts": prompts}
 
 
 def faux_script(path: Path) -> None:
@@ -135,11 +198,17 @@ def faux_script(path: Path) -> None:
         {"text": "I read the notes; nothing to add."}], "loop": True}))
 
 
+# A fixed, small usage: at 1,000 prompts the context is ~150k tokens by size, past the scripted model's
+# 128k window, and both agents would compact (an extra request, then a short context) before the end.
+USAGE = {"prompt_tokens": 2000, "completion_tokens": 20}
+
+
 def llm_turns(prompts: int) -> list[dict]:
     turns: list[dict] = []
     for i in range(prompts):
-        turns.append({"tool_calls": [{"id": f"call_{i}", "name": "read", "arguments": {"path": "notes.txt"}}]})
-        turns.append({"text": "I read the notes; nothing to add."})
+        turns.append({"tool_calls": [{"id": f"call_{i}", "name": "read", "arguments": {"path": "notes.txt"}}],
+                      "usage": USAGE})
+        turns.append({"text": "I read the notes; nothing to add.", "usage": USAGE})
     return turns
 
 
@@ -157,55 +226,74 @@ def run_faux(prompts: int) -> dict[str, Any]:
         return drive(pisces_cmd() + ["--provider", "faux", "--faux-script", str(script)], env, cwd, prompts)
 
 
-def run_side_by_side(cfg: Config, harness: Any, prompts: int) -> dict[str, list[dict[str, Any]]]:
-    """Alternately one whole session per agent (pi first), ``cfg.rounds`` times (at most 2: each is long)."""
+def run_side_by_side(cfg: Config, harness: Any, prompts: int, rounds: int) -> dict[str, list[dict[str, Any]]]:
+    """Alternately one whole session per agent (pi first), ``rounds`` times."""
     out: dict[str, list[dict[str, Any]]] = {spec.name: [] for spec in harness.agents}
     Path(harness.cwd, "notes.txt").write_text(NOTE_TEXT)
-    for _ in range(min(cfg.rounds, 2)):
+    for r in range(rounds):
         for spec in harness.agents:
             harness.llm.set_script(llm_turns(prompts))
-            out[spec.name].append(drive(spec.cmd, dict(harness.env), str(harness.cwd), prompts))
+            cfg.log(f"long_session: {spec.name}, round {r + 1} of {rounds}")
+            run = drive(spec.cmd, dict(harness.env), str(harness.cwd), prompts, harness.llm.port)
+            for err in run["errors"][:5]:
+                cfg.log(f"long_session: {spec.name}: {err}")
+            out[spec.name].append(run)
     return out
+
+
+METRICS = (  # (key in drive's "at", figure key, label, unit)
+    ("cpu_ms", "cpu", "agent CPU per prompt", "ms"),
+    ("agent_wall_ms", "wall", "prompt -> agent_end minus the LLM server's time", "ms"),
+    ("rss_kb", "rss", "RSS", "KiB"),
+)
 
 
 def _figures(res: Results, prefix: str, label: str, pisces: list[dict[str, Any]],
              ref: list[dict[str, Any]] | None, ref_missing: str) -> None:
-    def med(runs: list[dict[str, Any]], *path: str) -> list[float]:
-        vals = []
-        for r in runs:
-            v: Any = r
-            for p in path:
-                v = v[p]
-            vals.append(float(v))
-        return vals
+    def vals(runs: list[dict[str, Any]] | None, p: int, key: str) -> list[float] | None:
+        if not runs:
+            return None
+        out = [float(r["at"][p][key]) for r in runs if key in r["at"][p]]
+        return out or None
 
-    any_run = pisces[0]
-    last = any_run["windows"]["last"][1]
-    for key, (lo, hi) in any_run["windows"].items():
-        res.add(Figure(f"{prefix}_cpu_{key}", f"{label}: CPU per prompt, prompts {lo}-{hi}", "ms",
-                       med(pisces, "cpu_ms_per_prompt", key),
-                       med(ref, "cpu_ms_per_prompt", key) if ref else None, ref_missing=ref_missing))
-        res.add(Figure(f"{prefix}_wall_{key}", f"{label}: prompt -> agent_end, prompts {lo}-{hi}", "ms",
-                       med(pisces, "wall_ms", key), med(ref, "wall_ms", key) if ref else None,
-                       ref_missing=ref_missing))
-    for at in sorted({int(k.split("_")[1]) for k in any_run["rss_kb"]}):
-        res.add(Figure(f"{prefix}_rss_{at}", f"{label}: RSS after prompt {at} of {last}", "KiB",
-                       med(pisces, "rss_kb", f"after_{at}"), med(ref, "rss_kb", f"after_{at}") if ref else None,
-                       ref_missing=ref_missing))
+    first = pisces[0]
+    n = first["prompts"]
+    for key, short, what, unit in METRICS:
+        for p in sorted(first["at"]):
+            mine = vals(pisces, p, key)
+            if mine is None:
+                continue
+            lo, hi = first["at"][p]["window"]
+            where = f"after prompt {p}" if key == "rss_kb" else f"prompt {p} (median of {lo}-{hi})"
+            fig = res.add(Figure(f"{prefix}_{short}_{p}", f"{label}: {what}, {where}", unit, mine,
+                                 vals(ref, p, key), ref_missing=ref_missing))
+            fig.detail = {"pisces": [r["at"][p] for r in pisces], "of": n}
+            if ref:
+                fig.detail["pi"] = [r["at"][p] for r in ref]
+    res.add(Figure(f"{prefix}_total_cpu", f"{label}: agent CPU for the whole session", "ms",
+                   [r["total_cpu_s"] * 1000 for r in pisces],
+                   [r["total_cpu_s"] * 1000 for r in ref] if ref else None, ref_missing=ref_missing,
+                   detail={"errors": {"pisces": [r["errors"][:20] for r in pisces],
+                                      "pi": [r["errors"][:20] for r in ref or []]}}))
 
 
-def run(cfg: Config, res: Results, wl: Any = None, harness: Any = None, prompts: int | None = None) -> None:
+def run(cfg: Config, res: Results, wl: Any = None, harness: Any = None, prompts: int | None = None,
+        faux: bool = True, rounds: int | None = None) -> None:
     n = prompts or (50 if cfg.sizes.words < 2000 else 1000)
-    cfg.log(f"long_session: {n} prompts with a tool call each, faux model, pisces alone")
-    faux = run_faux(n)
-    _figures(res, "long_faux", f"{n}-prompt session, faux", [faux], None, "pi 0.73.1 has no faux model")
+    if faux:
+        cfg.log(f"long_session: {n} prompts with a tool call each, faux model, pisces alone")
+        faux_run = run_faux(n)
+        for err in faux_run["errors"][:5]:
+            cfg.log(f"long_session: pisces (faux): {err}")
+        _figures(res, "long_faux", f"{n} prompts, faux model", [faux_run], None, "pi 0.73.1 has no faux model")
     if harness is None:
         res.skip("long_llm", f"{n}-prompt session, scripted LLM", "no RPC harness")
         return
-    cfg.log(f"long_session: {n} prompts with a tool call each, scripted LLM, alternating agents")
-    runs = run_side_by_side(cfg, harness, n)
-    _figures(res, "long_llm", f"{n}-prompt session, scripted LLM", runs["pisces"], runs.get("pi"),
-             harness.pi_missing)
+    if rounds is None:
+        rounds = 1 if n >= 500 else min(cfg.rounds, 2)  # a 1,000-prompt round is minutes per agent
+    cfg.log(f"long_session: {n} prompts with a tool call each, scripted LLM, alternating agents ({rounds} rounds)")
+    runs = run_side_by_side(cfg, harness, n, rounds)
+    _figures(res, "long_llm", f"{n} prompts", runs["pisces"], runs.get("pi"), harness.pi_missing)
 
 
 def main() -> int:
@@ -213,29 +301,35 @@ def main() -> int:
     ap.add_argument("--prompts", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--no-pi", action="store_true")
+    ap.add_argument("--no-faux", action="store_true", help="skip the faux-model session")
     ap.add_argument("--faux-only", action="store_true", help="pisces with the faux model only")
+    ap.add_argument("--json", metavar="OUT", help="write the figures (with every window's detail) here")
     args = ap.parse_args()
-    from benchmarks._common import find_pi
+    import shutil
+
+    from benchmarks.__main__ import print_table, to_json
+    from benchmarks._common import find_pi, machine_info
     from benchmarks.bench_rpc import RpcHarness
 
     tmp = Path(tempfile.mkdtemp(prefix="pisces-long-"))
     cfg = Config(rounds=args.rounds, with_pi=not args.no_pi, tmp=tmp)
     res = Results()
     harness = None
-    if not args.faux_only:
-        if cfg.with_pi:
-            cfg.pi_cli, _why = find_pi(cfg.log)
-        harness = RpcHarness(cfg, res)
     try:
-        run(cfg, res, None, harness, args.prompts)
+        if not args.faux_only:
+            if cfg.with_pi:
+                cfg.pi_cli, why = find_pi(cfg.log)
+                if why:
+                    cfg.log(f"pi: {why}")
+            harness = RpcHarness(cfg, res)
+        run(cfg, res, None, harness, args.prompts, faux=not args.no_faux, rounds=args.rounds)
     finally:
         if harness is not None:
             harness.close()
-    for fig in res.figures:
-        p = statistics.median(fig.pisces) if fig.pisces else None
-        r = statistics.median(fig.ref) if fig.ref else None
-        ratio = f"{p / r:.2f}" if p is not None and r else "n/a"
-        print(f"{fig.label:70s} {p if p is not None else 'n/a':>10} {r if r is not None else 'n/a':>10} {ratio}")
+        shutil.rmtree(tmp, ignore_errors=True)
+    print_table(res)
+    if args.json:
+        Path(args.json).write_text(json.dumps(to_json(res, machine=machine_info()), indent=2) + "\n")
     return 0
 
 

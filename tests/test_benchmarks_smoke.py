@@ -104,3 +104,31 @@ def test_tui_bench_runs(runner, tmp_path):
                             "tui_delta_us_100k"}
     assert all(f.pisces for f in res.figures), [(f.key, f.detail) for f in res.figures if not f.pisces]
     assert all(f.ref is None and f.ref_missing for f in res.figures)  # --no-pi says why pi is missing
+
+
+def test_long_session_bench_runs(runner, tmp_path):
+    """The long-session rows on 12 prompts, pisces only: CPU, wall minus the server's time and RSS at prompts
+    1, 6 and 12 for the scripted LLM and the faux model, every prompt a tool call and a reply, no error."""
+    from benchmarks._common import Config, Results
+    from benchmarks.bench_long_session import run
+    from benchmarks.bench_rpc import RpcHarness
+
+    cfg = Config(rounds=1, tmp=tmp_path, with_pi=False, log=lambda msg: None)
+    res = Results()
+    harness = RpcHarness(cfg, res)
+    try:
+        run(cfg, res, None, harness, prompts=12)
+    finally:
+        harness.close()
+    figures = {f.key: f for f in res.figures}
+    points = (1, 6, 12)
+    expected = {f"long_llm_{m}_{p}" for m in ("cpu", "wall", "rss") for p in points}
+    expected |= {f"long_faux_{m}_{p}" for m in ("cpu", "rss") for p in points}
+    expected |= {"long_llm_total_cpu", "long_faux_total_cpu"}
+    assert set(figures) == expected, set(figures) ^ expected
+    assert all(f.pisces and f.pisces[0] > 0 for f in res.figures)
+    assert figures["long_llm_total_cpu"].detail["errors"] == {"pisces": [[]], "pi": []}
+    assert figures["long_faux_total_cpu"].detail["errors"] == {"pisces": [[]], "pi": []}
+    # every request carries the whole context: the body at prompt 12 is larger than at prompt 1
+    at = {p: figures[f"long_llm_cpu_{p}"].detail["pisces"][0] for p in points}
+    assert at[12]["body_bytes"] > at[1]["body_bytes"] > 0

@@ -7,8 +7,9 @@ import json
 import math
 import os
 import re
+import threading
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import msgspec
 
@@ -230,6 +231,82 @@ def _no_result(tc: ToolCall) -> ToolResultMessage:
                              isError=True)
 
 
+MISS: Any = object()
+KEEP_ROUNDS = 16
+
+
+class MessageMemo:
+    """What a message converts to for a provider, kept between requests: id(message) -> [message, key,
+    content, len(content), value, last round used].
+
+    Every request of a session carries the whole history. Converting each message again at every request
+    (pi's transformMessages, the provider's own shape, then JSON) made pisces' own work per request grow with
+    the session: at 1,000 prompts about 45 ms of Python a request. A message is complete when it joins the
+    context and nothing changes it in place afterwards (the loop appends finished messages; compaction, a
+    branch switch, an extension's ``context`` handler hand over other message objects; an extension's
+    ``message_end`` handler replaces its content list), so its conversion is kept against the object itself.
+
+    Guarantees:
+
+    - a hit only for the very same message object (the entry holds a reference to it, so its id cannot be
+      reused while the entry lives), under an equal key (what the conversion depends on besides the message:
+      the model, the provider's flags), with the same ``content`` object of the same length (a list replaced
+      or appended to is converted again);
+    - bounded: after each request (``sweep``), once the table holds more than twice the entries that request
+      used plus ``margin``, the entries no request of the last ``KEEP_ROUNDS`` used are dropped, and if more
+      than four times remain, all but that request's: at most ``4 * used + margin`` entries stay. A session's
+      table follows its context (what compaction or a branch switch left behind goes), and the sessions of one
+      process (subagents) share it without evicting each other's.
+    """
+
+    __slots__ = ("_table", "_round", "_used", "margin", "_lock")
+
+    def __init__(self, margin: int = 512) -> None:
+        self._table: dict[int, list[Any]] = {}
+        self._lock = threading.Lock()  # put and sweep: requests of event loops in other threads
+        self._round = 0
+        self._used = 0
+        self.margin = margin
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def get(self, msg: Any, key: Any) -> Any:
+        """The value kept for ``msg`` under ``key``, or ``MISS``."""
+        entry = self._table.get(id(msg))
+        if entry is None or entry[0] is not msg or entry[1] != key:
+            return MISS
+        content = msg.content
+        if entry[2] is not content or entry[3] != len(content):
+            return MISS
+        entry[5] = self._round
+        self._used += 1
+        return entry[4]
+
+    def put(self, msg: Any, key: Any, value: Any) -> Any:
+        content = msg.content
+        with self._lock:
+            self._table[id(msg)] = [msg, key, content, len(content), value, self._round]
+            self._used += 1
+        return value
+
+    def sweep(self) -> None:
+        """End of a request: drop what was not used lately once the table outgrows what requests use."""
+        with self._lock:
+            used, self._used = self._used, 0
+            current = self._round
+            self._round += 1
+            if len(self._table) > 2 * used + self.margin:
+                table = {k: e for k, e in self._table.items() if e[5] >= current - KEEP_ROUNDS}
+                if len(table) > 4 * used + self.margin:  # many other contexts lately: this request's only
+                    table = {k: e for k, e in table.items() if e[5] == current}
+                self._table = table
+
+
+
+_TRANSFORMED = MessageMemo()
+
+
 def transform_messages(messages: list[Message], model: Model,
                        normalize_id: Callable[[str], str] | None = None) -> list[Message]:
     """pi's transformMessages: make a history safe to replay to ``model``.
@@ -238,68 +315,110 @@ def transform_messages(messages: list[Message], model: Model,
     - another model's thinking becomes plain text (redacted thinking is dropped), its tool-call ids are
       normalised with ``normalize_id`` (tool results follow), and Gemini thought signatures are removed;
     - a tool call left without a result gets a synthetic error result ("No result provided").
+
+    An assistant message's transformation is kept between requests (``_memo``: the same object, model and
+    ``normalize_id``, whose result may depend on the model only), so the copies it returns are the same
+    objects from one request to the next.
     """
-    id_map: dict[str, str] = {}
-    result: list[Message] = []
-    pending: list[ToolCall] = []
-    answered: set[str] = set()
+    t = Transformer(model, normalize_id)
+    t.feed(messages)
+    _TRANSFORMED.sweep()
+    return t.out
 
-    def flush_orphans() -> None:
-        for tc in pending:
-            if tc.id not in answered:
-                result.append(_no_result(tc))
-        pending.clear()
-        answered.clear()
 
-    for msg in messages:
-        if isinstance(msg, UserMessage):
-            flush_orphans()
-            result.append(msg)
-        elif isinstance(msg, ToolResultMessage):
-            new_id = id_map.get(msg.toolCallId)
-            if new_id and new_id != msg.toolCallId:
-                msg = msgspec.structs.replace(msg, toolCallId=new_id)
-            answered.add(msg.toolCallId)
-            result.append(msg)
-        elif isinstance(msg, AssistantMessage):
-            flush_orphans()
-            if msg.stopReason in ("error", "aborted"):
+def sweep_transformed() -> None:
+    """The end of a request that used ``Transformer`` directly (see ``MessageMemo.sweep``)."""
+    _TRANSFORMED.sweep()
+
+
+class Transformer:
+    """``transform_messages`` one slice of the history after another. Right after a user message nothing
+    is pending, so a transformation can start there again from ``id_map`` alone (the tool-call ids renamed
+    before it): ``Transformer(model, normalize_id, id_map)`` then feeds the rest."""
+
+    __slots__ = ("model", "normalize_id", "key", "id_map", "out", "pending", "answered")
+
+    def __init__(self, model: Model, normalize_id: Callable[[str], str] | None = None,
+                 id_map: dict[str, str] | None = None) -> None:
+        self.model = model
+        self.normalize_id = normalize_id
+        self.key = (model.provider, model.api, model.id, getattr(normalize_id, "__code__", normalize_id))
+        self.id_map: dict[str, str] = dict(id_map) if id_map else {}
+        self.out: list[Message] = []
+        self.pending: tuple[ToolCall, ...] = ()
+        self.answered: set[str] = set()
+
+    def _flush_orphans(self) -> None:
+        for tc in self.pending:
+            if tc.id not in self.answered:
+                self.out.append(_no_result(tc))
+        self.pending = ()
+        self.answered.clear()
+
+    def feed(self, messages: Iterable[Message]) -> None:
+        out = self.out
+        for msg in messages:
+            if isinstance(msg, UserMessage):
+                self._flush_orphans()
+                out.append(msg)
+            elif isinstance(msg, ToolResultMessage):
+                new_id = self.id_map.get(msg.toolCallId)
+                if new_id and new_id != msg.toolCallId:
+                    msg = msgspec.structs.replace(msg, toolCallId=new_id)
+                self.answered.add(msg.toolCallId)
+                out.append(msg)
+            elif isinstance(msg, AssistantMessage):
+                self._flush_orphans()
+                done = _TRANSFORMED.get(msg, self.key)
+                if done is MISS:
+                    done = _TRANSFORMED.put(msg, self.key, _transform_assistant(msg, self.model, self.normalize_id))
+                sent, renamed, self.pending = done
+                if renamed:
+                    self.id_map.update(renamed)
+                if sent is not None:
+                    out.append(sent)
+            else:
+                out.append(msg)
+
+
+def _transform_assistant(msg: AssistantMessage, model: Model, normalize_id: Callable[[str], str] | None
+                         ) -> tuple[AssistantMessage | None, tuple[tuple[str, str], ...], tuple[ToolCall, ...]]:
+    """(the message as sent, or None when it is dropped; the tool-call ids it renames; its tool calls)."""
+    if msg.stopReason in ("error", "aborted"):
+        return None, (), ()
+    same = msg.provider == model.provider and msg.api == model.api and msg.model == model.id
+    content: list[Any] = []
+    renamed: list[tuple[str, str]] = []
+    for block in msg.content:
+        if isinstance(block, ThinkingContent):
+            if block.redacted is True:
+                if same:
+                    content.append(block)
+            elif same and block.thinkingSignature:
+                content.append(block)
+            elif not block.thinking or not block.thinking.strip():
                 continue
-            same = msg.provider == model.provider and msg.api == model.api and msg.model == model.id
-            content: list[Any] = []
-            for block in msg.content:
-                if isinstance(block, ThinkingContent):
-                    if block.redacted is True:
-                        if same:
-                            content.append(block)
-                    elif same and block.thinkingSignature:
-                        content.append(block)
-                    elif not block.thinking or not block.thinking.strip():
-                        continue
-                    elif same:
-                        content.append(block)
-                    else:
-                        content.append(TextContent(text=block.thinking))
-                elif isinstance(block, TextContent):
-                    content.append(block if same else TextContent(text=block.text))
-                elif isinstance(block, ToolCall):
-                    tc = block
-                    args = finite_json(tc.arguments)  # e.g. a history stored before NaN was read as null
-                    if args is not tc.arguments:
-                        tc = msgspec.structs.replace(tc, arguments=args)
-                    if not same and isinstance(tc.thoughtSignature, str):
-                        tc = ToolCall(id=tc.id, name=tc.name, arguments=tc.arguments)
-                    if not same and normalize_id is not None:
-                        new_id = normalize_id(tc.id)
-                        if new_id != tc.id:
-                            id_map[tc.id] = new_id
-                            tc = msgspec.structs.replace(tc, id=new_id)
-                    content.append(tc)
-            pending[:] = [b for b in content if isinstance(b, ToolCall)]
-            result.append(msgspec.structs.replace(msg, content=content))
-        else:
-            result.append(msg)
-    return result
+            elif same:
+                content.append(block)
+            else:
+                content.append(TextContent(text=block.thinking))
+        elif isinstance(block, TextContent):
+            content.append(block if same else TextContent(text=block.text))
+        elif isinstance(block, ToolCall):
+            tc = block
+            args = finite_json(tc.arguments)  # e.g. a history stored before NaN was read as null
+            if args is not tc.arguments:
+                tc = msgspec.structs.replace(tc, arguments=args)
+            if not same and isinstance(tc.thoughtSignature, str):
+                tc = ToolCall(id=tc.id, name=tc.name, arguments=tc.arguments)
+            if not same and normalize_id is not None:
+                new_id = normalize_id(tc.id)
+                if new_id != tc.id:
+                    renamed.append((tc.id, new_id))
+                    tc = msgspec.structs.replace(tc, id=new_id)
+            content.append(tc)
+    calls = tuple(b for b in content if isinstance(b, ToolCall))
+    return msgspec.structs.replace(msg, content=content), tuple(renamed), calls
 
 
 def describe_transport_error(exc: BaseException) -> str | None:

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from pisces.ai.providers._limits import http_client_options
+from pisces.ai.providers._memo import JsonBody
 from pisces.ai.providers._shared import cached_client
 
 INITIAL_RETRY_DELAY = 0.5
@@ -317,7 +318,9 @@ async def post_stream(url: str, headers: dict[str, str], body: Any, *, max_retri
 
     await _await_prepare()
     client = _client()
-    content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=True).encode("utf-8")
+    # a JsonBody (a long session's messages, their JSON text kept between requests) joins what it has
+    content = (body.to_bytes() if isinstance(body, JsonBody) else
+               json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=True).encode("utf-8"))
     retries = 2 if max_retries is None else max(0, max_retries)
     read: float | int = timeout if timeout is not None else int(DEFAULT_TIMEOUT_S)
     request_timeout = httpx2.Timeout(timeout, connect=DEFAULT_CONNECT_TIMEOUT_S) if timeout is not None else None

@@ -214,8 +214,26 @@ _CHARS_MAX = 200_000
 
 def _context_chars(context: Context) -> int:
     n = len(context.systemPrompt) if isinstance(context.systemPrompt, str) else 0
+    messages = context.messages
+    last, total = _LAST
+    k = len(last)
+    if k and len(messages) >= k and messages[:k] == last:  # the previous context and a few more messages
+        chars = total + _messages_chars(messages[k:])
+    else:
+        chars = _messages_chars(messages)
+    _LAST[:] = [list(messages), chars]
+    return n + chars
+
+
+# The last context's messages and their size: the next request's context starts with them (a list compares
+# the same objects by identity first, so checking that costs no walk in Python).
+_LAST: list[Any] = [[], 0]
+
+
+def _messages_chars(messages: list[Any]) -> int:
+    n = 0
     cache = _CHARS
-    for m in context.messages:
+    for m in messages:
         hit = cache.get(id(m))
         if hit is not None and hit[0] is m:
             n += hit[1]

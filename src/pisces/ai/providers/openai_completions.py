@@ -14,10 +14,8 @@ The helpers above the ``Chat Completions`` banner are shared with ``openai_respo
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
-import re
 import sys
 import weakref
 from typing import Any, AsyncIterator, Callable
@@ -27,6 +25,7 @@ import msgspec
 from pisces.ai.gc_pause import gc_paused
 from pisces.ai.providers import direct, import_sdk
 from pisces.ai.providers._limits import http_client_options, line_batches
+from pisces.ai.providers._memo import JsonBody
 from pisces.ai.providers._shared import (
     append_text,
     append_thinking,
@@ -38,10 +37,9 @@ from pisces.ai.providers._shared import (
     parse_partial_json,
     payload_hook,
     resolve_api_key,
-    sanitize,
-    transform_messages,
     with_retry_after,
 )
+from pisces.ai.providers.openai_chat_messages import convert_messages, js_json
 from pisces.ai.providers.openai_compat import apply_thinking, extra_headers, get_compat, resolve_base_url
 from pisces.ai.types import (
     UNSET,
@@ -49,7 +47,6 @@ from pisces.ai.types import (
     Context,
     DoneEvent,
     ErrorEvent,
-    ImageContent,
     Model,
     StartEvent,
     StreamOptions,
@@ -65,8 +62,6 @@ from pisces.ai.types import (
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
-    ToolResultMessage,
-    UserMessage,
 )
 
 DEFAULT_MAX_TOKENS_CAP = 32000  # pi sends min(model.maxTokens, 32000) unless the caller sets maxTokens
@@ -77,11 +72,6 @@ DEFAULT_MAX_TOKENS_CAP = 32000  # pi sends min(model.maxTokens, 32000) unless th
 # =============================================================================================
 class ProviderError(Exception):
     """An error whose text is already the sentence the user should see."""
-
-
-def js_json(value: Any) -> str:
-    """``JSON.stringify``: compact, non-ASCII kept."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def max_output_tokens(model: Model, options: StreamOptions) -> int:
@@ -333,109 +323,21 @@ class ArgsBuffer:
         tc.arguments = parse_partial_json(self.text)
 
 
-def image_url(block: ImageContent) -> str:
-    return f"data:{block.mimeType};base64,{block.data}"
-
-
 # =============================================================================================
-# Chat Completions
+# Chat Completions (the messages: openai_chat_messages)
 # =============================================================================================
-def _normalize_call_id(model: Model) -> Callable[[str], str]:
-    def normalize(call_id: str) -> str:
-        if "|" in call_id:  # a Responses API id "call_id|item_id": keep the call id, as OpenAI allows it
-            return re.sub(r"[^a-zA-Z0-9_-]", "_", call_id.split("|", 1)[0])[:40]
-        if model.provider == "openai" and len(call_id) > 40:
-            return call_id[:40]
-        if model.provider == "mistral" and not re.fullmatch(r"[a-zA-Z0-9]{9}", call_id):
-            return hashlib.sha1(call_id.encode()).hexdigest()[:9]  # Mistral takes 9 letters or digits only
-        return call_id
-
-    return normalize
-
-
-def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> list[dict[str, Any]]:
-    messages = transform_messages(context.messages, model, _normalize_call_id(model))
-    takes_images = "image" in model.input
-    params: list[dict[str, Any]] = []
-    bridge = bool(compat.get("requiresAssistantAfterToolResult"))  # no user message right after tool results
-    if isinstance(context.systemPrompt, str) and context.systemPrompt:
-        role = "developer" if model.reasoning and compat["supportsDeveloperRole"] else "system"
-        params.append({"role": role, "content": sanitize(context.systemPrompt)})
-    i = 0
-    while i < len(messages):
-        msg = messages[i]
-        i += 1
-        if bridge and isinstance(msg, UserMessage) and i >= 2 and isinstance(messages[i - 2], ToolResultMessage):
-            params.append({"role": "assistant", "content": "I have processed the tool results."})
-        if isinstance(msg, UserMessage):
-            if isinstance(msg.content, str):
-                params.append({"role": "user", "content": sanitize(msg.content)})
-                continue
-            parts: list[dict[str, Any]] = []
-            for item in msg.content:
-                if isinstance(item, TextContent):
-                    parts.append({"type": "text", "text": sanitize(item.text)})
-                elif takes_images:
-                    parts.append({"type": "image_url", "image_url": {"url": image_url(item)}})
-            if parts:
-                params.append({"role": "user", "content": parts})
-        elif isinstance(msg, AssistantMessage):
-            entry: dict[str, Any] = {"role": "assistant", "content": "" if bridge else None}
-            texts = [b.text for b in msg.content if isinstance(b, TextContent) and b.text and b.text.strip()]
-            if texts:
-                entry["content"] = sanitize("".join(texts))
-            thinking = [b for b in msg.content if isinstance(b, ThinkingContent) and b.thinking.strip()]
-            if thinking and compat.get("requiresThinkingAsText"):
-                entry["content"] = [{"type": "text", "text": "\n\n".join(sanitize(b.thinking) for b in thinking)},
-                                    *({"type": "text", "text": sanitize(t)} for t in texts)]
-            elif thinking and isinstance(thinking[0].thinkingSignature, str) and thinking[0].thinkingSignature:
-                entry[thinking[0].thinkingSignature] = sanitize("\n".join(b.thinking for b in thinking))
-            calls = [b for b in msg.content if isinstance(b, ToolCall)]
-            if calls:
-                entry["tool_calls"] = [{"id": tc.id, "type": "function",
-                                        "function": {"name": tc.name, "arguments": js_json(tc.arguments)}}
-                                       for tc in calls]
-                details = []
-                for tc in calls:
-                    if isinstance(tc.thoughtSignature, str):
-                        try:
-                            details.append(json.loads(tc.thoughtSignature))
-                        except ValueError:
-                            pass
-                if details:
-                    entry["reasoning_details"] = details
-            if compat.get("requiresReasoningContentOnAssistantMessages") and model.reasoning:
-                entry.setdefault("reasoning_content", "")
-            if not entry["content"] and not calls:
-                continue  # e.g. an aborted turn with nothing in it
-            params.append(entry)
-        elif isinstance(msg, ToolResultMessage):
-            images: list[dict[str, Any]] = []
-            group = [msg]
-            while i < len(messages) and isinstance(following := messages[i], ToolResultMessage):
-                group.append(following)
-                i += 1
-            for res in group:
-                text = "\n".join(c.text for c in res.content if isinstance(c, TextContent))
-                tool_msg: dict[str, Any] = {"role": "tool", "content": sanitize(text or "(see attached image)"),
-                                            "tool_call_id": res.toolCallId}
-                if compat.get("requiresToolResultName") and res.toolName:
-                    tool_msg["name"] = res.toolName
-                params.append(tool_msg)
-                if takes_images:
-                    images.extend({"type": "image_url", "image_url": {"url": image_url(c)}}
-                                  for c in res.content if isinstance(c, ImageContent))
-            if images:
-                if bridge:
-                    params.append({"role": "assistant", "content": "I have processed the tool results."})
-                params.append({"role": "user",
-                               "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images]})
-    return params
-
-
 def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    """The request body. Without a payload hook, which could change it in place, its messages are the ones
+    kept between requests and the body (a ``JsonBody``) has their JSON text at hand for the transport."""
     compat = get_compat(model)
-    body: dict[str, Any] = {"model": model.id, "messages": convert_messages(model, context, compat), "stream": True}
+    fresh = options.onPayload is not None
+    texts: list[bytes] | None = None if fresh else []
+    body: dict[str, Any] = JsonBody() if texts is not None else {}
+    body["model"] = model.id
+    body["messages"] = convert_messages(model, context, compat, texts, fresh=fresh)
+    body["stream"] = True
+    if isinstance(body, JsonBody) and texts is not None:
+        body.keep_texts("messages", texts)
     if compat["supportsUsageInStreaming"] is not False:
         body["stream_options"] = {"include_usage": True}
     if compat["supportsStore"]:

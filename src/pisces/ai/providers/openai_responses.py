@@ -17,23 +17,28 @@ import json
 import re
 from typing import Any, AsyncIterator
 
-from pisces.ai.providers._shared import append_text, append_thinking, finish_usage, new_output, payload_hook
+from pisces.ai.providers._shared import (
+    append_text,
+    append_thinking,
+    finish_usage,
+    new_output,
+    payload_hook,
+    sanitize,
+    transform_messages,
+)
+from pisces.ai.providers.openai_chat_messages import image_url, js_json
 from pisces.ai.providers.openai_completions import (
     ArgsBuffer,
     close_response,
     decode_json,
     describe_error,
     fail,
-    image_url,
     iter_sse,
-    js_json,
     map_thinking_level,
     max_output_tokens,
     open_stream,
     prepare,  # noqa: F401  (the registry's warm-up hook: the same client as Chat Completions)
-    sanitize,
     stream_error_message,
-    transform_messages,
 )
 from pisces.ai.types import (
     UNSET,

@@ -140,7 +140,10 @@ class ExtensionHost:
 
         def stream_options(model: Any) -> Any:
             opts = base_options(model) if base_options is not None else StreamOptions()
-            opts.onPayload = self.payload_hook  # before_provider_request
+            # before_provider_request: only when a handler is there to see the payload (without one, the
+            # provider may hand over the message dicts it keeps between requests, see ai.providers._memo)
+            if self.runner.has_handlers("before_provider_request"):
+                opts.onPayload = self.payload_hook
             return opts
 
         agent.stream_options = stream_options

@@ -101,6 +101,7 @@ AgentMessage = Union[
 ]
 
 _LLM_TYPES = (UserMessage, AssistantMessage, ToolResultMessage)
+_LLM_TYPE_SET = frozenset(_LLM_TYPES)
 _json_decoder = msgspec.json.Decoder(AgentMessage)
 
 
@@ -161,6 +162,8 @@ def convert_to_llm(messages: list[Any]) -> list[Message]:
     bashExecution becomes a user text (skipped when ``excludeFromContext``), custom a user message with its
     content, and the two summaries user texts wrapped in pi's prefix and suffix. Unknown roles are dropped.
     """
+    if _LLM_TYPE_SET.issuperset(map(type, messages)):  # the usual history: nothing to convert
+        return list(messages)
     out: list[Message] = []
     for m in messages:
         if isinstance(m, _LLM_TYPES):

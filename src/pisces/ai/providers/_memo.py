@@ -1,0 +1,68 @@
+"""A request body whose messages are already JSON (``JsonBody``), and the JSON the direct transport sends.
+
+Every request of a session carries the whole history; the Chat Completions provider keeps each message's
+JSON between requests (``openai_chat_messages``) and hands the transport a body that has it at hand.
+
+:class:`JsonBody` is a request body (a dict, sent as ``json.dumps(body, ensure_ascii=False,
+separators=(",", ":"), allow_nan=True)`` in UTF-8) that has the encoded JSON of one of its lists' elements at
+hand, in pieces that join with commas (a long session's: its history up to the last checkpoint in one piece,
+then a piece per newer message); ``to_bytes`` joins those instead of encoding the list again and gives the
+same bytes, and encodes everything again when that list is no longer the very one it was built with,
+element for element.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from typing import Any
+
+
+def dumps(value: Any) -> str:
+    """The JSON text the direct transport sends for ``value`` (the SDK's ``json.dumps`` settings, compact)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+
+
+def encoded(value: Any) -> bytes:
+    """``dumps(value)`` as the UTF-8 bytes that go on the wire."""
+    return dumps(value).encode("utf-8")
+
+
+class JsonBody(dict[str, Any]):
+    """A request body with the encoded JSON of each element of ``body[key]`` at hand (see the module's doc)."""
+
+    __slots__ = ("_key", "_items", "_texts")
+
+    def keep_texts(self, key: str, texts: list[bytes]) -> None:
+        """``b",".join(texts)`` is the elements of ``self[key]`` encoded and joined by commas (a piece per
+        element, or several elements in one), and stays so: the elements are not changed in place."""
+        self._key = key
+        self._items = tuple(self[key])
+        self._texts = texts
+
+    def _intact(self) -> bool:
+        items = self.get(self._key)
+        if not isinstance(items, list) or len(items) != len(self._items):
+            return False
+        return all(map(operator.is_, items, self._items))
+
+    def to_bytes(self) -> bytes:
+        """``encoded(self)``, the same bytes, without encoding the kept elements again (one copy of them)."""
+        if not hasattr(self, "_texts") or not self._intact() or not all(isinstance(k, str) for k in self):
+            return encoded(self)
+        head: list[bytes] = []
+        tail: list[bytes] = []
+        side = head
+        for k, v in self.items():
+            if k == self._key:
+                head.append(encoded(k) + b":[")
+                side = tail
+            else:
+                side.append(encoded(k) + b":" + encoded(v))
+        parts = [b"{" + b",".join(head)]
+        for i, text in enumerate(self._texts):  # one copy of each piece (a long session's: a few large ones)
+            if i:
+                parts.append(b",")
+            parts.append(text)
+        parts.append(b"]" + (b"," if tail else b"") + b",".join(tail) + b"}")
+        return b"".join(parts)
