@@ -2,12 +2,13 @@
 
 The request is built as pi 0.73.1 builds it (system prompt and last user block marked
 ``cache_control: ephemeral``, tools with ``eager_input_streaming`` and a cache breakpoint on the last
-one, tool results grouped into one user message). The official SDK sends it (auth, headers, retries,
-HTTP errors) once it is imported; until then ``direct`` sends the same request without it. The SSE
-body is then read raw from the response, which avoids building a pydantic object for every delta.
+one, tool results grouped into one user message). ``direct`` sends it as the official SDK would (auth,
+headers, retries, HTTP errors) without importing the SDK; ``PISCES_PROVIDER_TRANSPORT=sdk`` (or an
+``ANTHROPIC_CUSTOM_HEADERS`` setting) sends it through the SDK instead. The SSE body is read raw from
+the response, which avoids building a pydantic object for every delta.
 
 Events follow pi: ``*_end`` at each ``content_block_stop``; usage from ``message_start`` at once,
-updated by ``message_delta``. The SDK is imported on first use (or by the idle warm-up) only.
+updated by ``message_delta``. The SDK is imported only when a request goes through it.
 
 The helpers ``transform_messages``, ``sanitize``, ``resolve_api_key``, ``missing_key_message`` and
 ``cached_client`` are provider-neutral; ``google.py`` uses them too.

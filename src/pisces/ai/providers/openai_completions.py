@@ -1,8 +1,8 @@
 """``openai-completions``: the OpenAI Chat Completions wire (also any OpenAI-compatible server: ollama, vLLM,
 llama.cpp, OpenRouter, ...), with pi's request shape and event sequence.
 
-The official ``openai`` SDK sends the request (auth, headers, retries, HTTP errors) once it is imported; until
-then (a first prompt right after start-up) ``direct`` sends the same request without it. The SSE body is read
+``direct`` sends the request as the official ``openai`` SDK would (auth, headers, retries, HTTP errors)
+without importing it; ``PISCES_PROVIDER_TRANSPORT=sdk`` sends it through the SDK. The SSE body is read
 raw from the response and parsed here: dicts are cheaper than the SDK's models, expose the non-standard fields
 (``reasoning_content``...), and a U+2028 inside a JSON string stays content (line splitting is on LF only).
 
