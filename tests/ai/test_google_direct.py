@@ -14,7 +14,15 @@ from provider_helpers import PNG, collect, context_factory, final, kinds, option
 from test_google import BASH, USAGE, chunk, make_model
 
 from pisces.ai.providers import google_direct
-from pisces.ai.types import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
+from pisces.ai.types import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from scripted_server import Reply
 
 opts = options_factory("parity-key")
@@ -182,7 +190,8 @@ def test_the_idle_warm_up_imports_no_sdk_for_gemini():
 
 
 def test_the_sdks_version_is_read_without_importing_it(monkeypatch):
-    code = "import sys; from pisces.ai.providers import google_direct as g; print(g.sdk_version(), 'google.genai' in sys.modules)"
+    code = ("import sys; from pisces.ai.providers import google_direct as g; "
+            "print(g.sdk_version(), 'google.genai' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     from google.genai import version
 
