@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import msgspec
 import pytest
 from provider_helpers import PNG, collect, context_factory, final, kinds, options_factory
 from test_google import BASH, USAGE, chunk, make_model
@@ -204,3 +205,39 @@ def test_the_sdks_version_is_read_without_importing_it(monkeypatch):
     assert google_direct.use_direct()
     monkeypatch.setenv("PISCES_PROVIDER_TRANSPORT", "sdk")
     assert not google_direct.use_direct()
+
+
+ODD_REPLIES = {
+    "signatures in both alphabets, thinking, a call with an id and NaN": lambda: Reply.sse([
+        chunk({"text": "Let me ", "thought": True, "thoughtSignature": "-_-_"}),
+        chunk({"text": "see.", "thought": True, "thoughtSignature": "+/+/"}, {"text": "Answer", "unknownField": 1}),
+        "data: " + '{"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"id": "c9", '
+        '"name": "bash", "args": {"x": NaN, "y": [1, Infinity]}}, "thoughtSignature": "Q2FsbFNpZw=="}]}, '
+        '"index": 0, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 9, '
+        '"candidatesTokenCount": 3, "thoughtsTokenCount": 4, "cachedContentTokenCount": 2}}']),
+    "blocked prompt": lambda: Reply.sse([{"promptFeedback": {"blockReason": "SAFETY"},
+                                          "usageMetadata": {"promptTokenCount": 5}}]),
+    "finish with a message": lambda: Reply.sse([chunk({"text": "x"}), {
+        "candidates": [{"index": 0, "finishReason": "MALFORMED_FUNCTION_CALL", "finishMessage": "bad call"}]}]),
+    "an error sent as plain JSON lines": lambda: Reply(200, {"content-type": "text/event-stream"}, [
+        '{\n  "error": {\n    "code": 429,\n    "message": "Quota {exceeded}",\n    "status": "RESOURCE_EXHAUSTED"\n  }\n}\n']),
+    "CRLF lines and a data event split over two lines": lambda: Reply(200, {"content-type": "text/event-stream"}, [
+        'data: {"candidates": [{"content": {"parts": [{"text": "a"}]}, "index": 0}]}\r\n\r\n',
+        'data: {"candidates": [{"content": {"parts": [{"text": "b"}]},\r\ndata:  "index": 0, "finishReason": "STOP"}]}\r\n\r\n']),
+}
+
+
+@pytest.mark.parametrize("reply", sorted(ODD_REPLIES))
+async def test_the_reply_is_read_the_same_both_ways(server, monkeypatch, reply):
+    results = []
+    for transport in ("sdk", "direct"):
+        monkeypatch.setenv("PISCES_PROVIDER_TRANSPORT", transport)
+        server.push(ODD_REPLIES[reply]())
+        events = await collect(make_model(server), ctx(tools=[BASH]), opts())
+        message = final(events)
+        message.timestamp = 0
+        for block in message.content:
+            if isinstance(block, ToolCall) and block.id.startswith("bash_"):
+                block.id = "generated"
+        results.append((kinds(events), msgspec.to_builtins(message)))
+    assert results[0] == results[1]

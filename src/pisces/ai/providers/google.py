@@ -463,7 +463,7 @@ class _Parser:
         finish = cand.get("finishReason") if cand is not None else None
         if finish:
             self.finish = str(finish)
-            self.finish_message = cand.get("finishMessage") if cand is not None else None
+            self.finish_message = None  # google-genai drops the Gemini API's finishMessage: worded as through it
             reason = {"STOP": "stop", "MAX_TOKENS": "length"}.get(self.finish, "error")
             if reason == "stop" and any(isinstance(b, ToolCall) for b in out.content):
                 reason = "toolUse"
