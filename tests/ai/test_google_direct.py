@@ -24,7 +24,7 @@ from pisces.ai.types import (
     ToolResultMessage,
     UserMessage,
 )
-from scripted_server import Reply
+from scripted_server import DROP, Reply
 
 opts = options_factory("parity-key")
 user, ctx = context_factory("You are terse.", user_timestamp=1, default_prompt="Hi")
@@ -240,4 +240,42 @@ async def test_the_reply_is_read_the_same_both_ways(server, monkeypatch, reply):
             if isinstance(block, ToolCall) and block.id.startswith("bash_"):
                 block.id = "generated"
         results.append((kinds(events), msgspec.to_builtins(message)))
+    assert results[0] == results[1]
+
+
+def _hop(*items, token=None, finish=None, usage=None):
+    c = chunk(*items, finish=finish, usage=usage)
+    if token:
+        c["candidates"][0]["continuationToken"] = token
+    return c
+
+
+CONTINUED = {
+    "resumed after finish reason CONTINUATION": lambda: [
+        Reply.sse([_hop({"text": "a"}), _hop({"text": "b"}, token="dG9rZW4rLw==", finish="CONTINUATION",
+                                             usage={"promptTokenCount": 10, "candidatesTokenCount": 2})]),
+        Reply.sse([_hop({"text": "c"}, finish="STOP", usage={"promptTokenCount": 10, "candidatesTokenCount": 3})])],
+    "resumed after a break past a checkpoint": lambda: [
+        Reply.sse([_hop({"text": "a"}, token="Y2hlY2s="), DROP]),
+        Reply.sse([_hop({"text": "b"}, finish="STOP", usage=USAGE)])],
+    "a break without progress retried from the same token": lambda: [
+        Reply.sse([_hop({"text": "a"}, token="Y2hlY2s=")]),
+        Reply.sse([DROP]),
+        Reply.sse([_hop({"text": "b"}, finish="STOP", usage=USAGE)])],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONTINUED))
+async def test_a_continued_reply_is_followed_as_the_sdk_follows_it(server, monkeypatch, case):
+    results = []
+    for transport in ("sdk", "direct"):
+        monkeypatch.setenv("PISCES_PROVIDER_TRANSPORT", transport)
+        first = len(server.requests)
+        server.push(*CONTINUED[case]())
+        events = await collect(make_model(server), ctx(), opts())
+        message = final(events)
+        message.timestamp = 0
+        results.append((kinds(events), msgspec.to_builtins(message), [r.raw for r in server.requests[first:]]))
+    assert results[0][0][-1] == "done"
+    assert len(results[0][2]) == len(CONTINUED[case]())
     assert results[0] == results[1]

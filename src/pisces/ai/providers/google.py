@@ -278,15 +278,14 @@ def _client(genai: Any, types: Any, model: Model, api_key: str, options: StreamO
     return cached_client(key, make)
 
 
-async def _open_direct(model: Model, api_key: str, options: StreamOptions, model_id: str,
-                       body: dict[str, Any]) -> Any:
-    """The request ``_client``'s SDK client would send, through ``google_direct``: its chunks, a list per read."""
+def _open_direct(model: Model, api_key: str, options: StreamOptions, model_id: str, body: dict[str, Any]) -> Any:
+    """The request ``_client``'s SDK client would send, through ``google_direct``: its chunks, a list per read
+    (the request is sent when the first is asked for)."""
     extra = {**(model.headers if isinstance(model.headers, dict) else {}), **(options.headers or {})}
     timeout_s = int(options.timeoutMs) / 1000.0 if options.timeoutMs else None
-    response = await google_direct.open_stream(
+    return google_direct.reply(
         google_direct.url(model.baseUrl, model_id), google_direct.headers(api_key, extra, timeout_s), body,
         attempts=max(1, options.maxRetries + 1), timeout_s=timeout_s)
-    return google_direct.chunks(response)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -534,7 +533,7 @@ async def stream(model: Model, context: Context, options: StreamOptions, *,
         rest = google_direct.rest_body(payload) if make_client is None and google_direct.use_direct() else None
         parser = _Parser(model, out)
         if rest is not None:
-            chunks = await _open_direct(model, api_key, options, *rest)
+            chunks = _open_direct(model, api_key, options, *rest)
             feed = parser.feed_json
             async for batch in chunks:
                 for chunk in batch:

@@ -22,8 +22,7 @@ both ways on a scripted server):
 Not reproduced, so sent through the SDK instead: a payload holding anything :func:`rest_body` does not know
 (a ``before_provider_request`` hook may add fields), ``GOOGLE_GENAI_USE_VERTEXAI``/``_ENTERPRISE`` (the SDK
 would then talk to Vertex), and an SDK whose version cannot be read. A reply the server asks to be resumed
-(``continuationToken``, the SDK's automatic continuation) is not followed here: it ends with the finish
-reason as an error.
+(``continuationToken``) is followed as the SDK's automatic continuation follows it (:func:`reply`).
 """
 
 from __future__ import annotations
@@ -349,6 +348,145 @@ async def open_stream(url: str, headers: dict[str, str], body: dict[str, Any], *
             raise error
         await asyncio.sleep(retry_delay(attempt))
         attempt += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Automatic continuation (google-genai's StreamContinuation)
+# ---------------------------------------------------------------------------------------------
+MAX_RECONNECTS_WITHOUT_PROGRESS = 3
+
+
+def _token_bytes(token: str) -> bytes:
+    try:
+        return base64.urlsafe_b64decode(token) if ("-" in token or "_" in token) else base64.b64decode(token)
+    except (ValueError, TypeError):
+        return token.encode("utf-8")
+
+
+def _with_token(body: dict[str, Any], token: bytes | None) -> dict[str, Any]:
+    """The body of a hop resuming from ``token``: ``continuationToken`` where the SDK's converter puts it."""
+    if token is None:
+        return body
+    out = {k: v for k, v in body.items() if k not in ("continuationToken", "generationConfig")}
+    out["continuationToken"] = _b64(token)
+    if "generationConfig" in body:
+        out["generationConfig"] = body["generationConfig"]
+    return out
+
+
+def _add_usage(before: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """This hop's running usage on top of the finished hops' (numbers summed, as the SDK merges them)."""
+    merged = dict(before)
+    for key, value in now.items():
+        old = merged.get(key)
+        numbers = isinstance(value, (int, float)) and isinstance(old, (int, float))
+        merged[key] = old + value if numbers and not isinstance(value, bool) else value
+    return merged
+
+
+class _Hop:
+    def __init__(self, start: bytes | None) -> None:
+        self.start = start
+        self.token: bytes | None = None
+        self.finish: Any = None
+        self.feedback = False
+        self.content = False
+        self.any = False
+        self.usage: dict[str, Any] | None = None
+
+
+async def reply(url: str, headers: dict[str, str], body: dict[str, Any], *, attempts: int,
+                timeout_s: float | None) -> AsyncIterator[list[Any]]:
+    """The reply's chunks (a list per read), following continuation tokens across requests as the SDK does
+    by default: a hop that ends with finish reason ``CONTINUATION`` and a new token, or that breaks off after
+    one, is resumed from it (the intermediate finish reason cleared, usage summed over hops); a break without
+    progress is retried from the same token at most three times. Raises what the SDK raises."""
+    done_usage: dict[str, Any] | None = None
+    resume: bytes | None = None
+    reconnects = 0
+    last_error: Exception | None = None
+    while True:
+        hop = _Hop(resume)
+        error: Exception | None = None
+        try:
+            response = await open_stream(url, headers, _with_token(body, resume), attempts=attempts,
+                                         timeout_s=timeout_s)
+            reading = chunks(response)
+            try:
+                async for batch in reading:
+                    out: list[Any] = []
+                    for chunk in batch:
+                        if isinstance(chunk, Exception):
+                            error = chunk
+                            break
+                        out.append(_observe(hop, chunk, done_usage))
+                    if out:
+                        yield out
+                    if error is not None:
+                        break
+            finally:
+                await reading.aclose()  # closes the response
+        except Exception as exc:  # noqa: BLE001 - as the SDK: the hop's failure decides whether to resume
+            error = exc
+        if hop.usage is not None:
+            done_usage = hop.usage
+        if isinstance(error, APIError) and not hop.any:
+            raise error
+        progress = hop.content or bool(hop.token and hop.token != hop.start)
+        if error is not None:
+            last_error = error
+        elif progress:
+            last_error = None
+        if hop.finish is not None or hop.feedback:
+            resume = hop.token if (hop.finish == "CONTINUATION" and not hop.feedback and hop.token
+                                   and hop.token != hop.start) else None
+            reconnects = 0
+        elif hop.token and hop.token != hop.start:
+            resume, reconnects = hop.token, 0
+        elif hop.content or reconnects >= MAX_RECONNECTS_WITHOUT_PROGRESS:
+            resume = None
+        else:
+            resume, reconnects = hop.start, reconnects + 1
+        if resume and not hop.feedback and hop.finish in (None, "CONTINUATION"):
+            continue
+        if error is not None:
+            raise error
+        if hop.finish is None and not hop.feedback and last_error is not None:
+            raise last_error
+        return
+
+
+def _observe(hop: _Hop, chunk: Any, done_usage: dict[str, Any] | None) -> Any:
+    """``StreamContinuation.observe``: record the chunk, clear an intermediate finish reason, sum usage."""
+    hop.any = True
+    if not isinstance(chunk, dict):
+        return chunk
+    if chunk.get("promptFeedback") is not None:
+        hop.feedback = True
+    candidates = chunk.get("candidates")
+    cand = candidates[0] if isinstance(candidates, list) and candidates else None
+    if isinstance(cand, dict):
+        content = cand.get("content")
+        if isinstance(content, dict) and content.get("parts"):
+            hop.content = True
+        finish = cand.get("finishReason")
+        if finish:
+            hop.finish = finish
+        token = cand.get("continuationToken")
+        if isinstance(token, str) and token:
+            hop.token = _token_bytes(token)
+        elif finish and finish != "CONTINUATION":
+            hop.token = None
+        if finish == "CONTINUATION" and hop.token:
+            cand = {k: v for k, v in cand.items() if k != "finishReason"}
+            chunk = {**chunk, "candidates": [cand, *candidates[1:]]}
+    usage = chunk.get("usageMetadata")
+    if isinstance(usage, dict):
+        if done_usage is not None:
+            usage = _add_usage(done_usage, usage)
+            chunk = {**chunk, "usageMetadata": usage}
+        hop.usage = usage
+    return chunk
 
 
 # ---------------------------------------------------------------------------------------------
