@@ -36,7 +36,7 @@ import os
 import random
 import re
 import sys
-from typing import Any, AsyncIterator
+from typing import Any, AsyncGenerator
 from urllib.parse import urlparse, urlunparse
 
 import msgspec
@@ -396,7 +396,7 @@ class _Hop:
 
 
 async def reply(url: str, headers: dict[str, str], body: dict[str, Any], *, attempts: int,
-                timeout_s: float | None) -> AsyncIterator[list[Any]]:
+                timeout_s: float | None) -> AsyncGenerator[list[Any], None]:
     """The reply's chunks (a list per read), following continuation tokens across requests as the SDK does
     by default: a hop that ends with finish reason ``CONTINUATION`` and a new token, or that breaks off after
     one, is resumed from it (the intermediate finish reason cleared, usage summed over hops); a break without
@@ -479,7 +479,7 @@ def _observe(hop: _Hop, chunk: Any, done_usage: dict[str, Any] | None) -> Any:
             hop.token = None
         if finish == "CONTINUATION" and hop.token:
             cand = {k: v for k, v in cand.items() if k != "finishReason"}
-            chunk = {**chunk, "candidates": [cand, *candidates[1:]]}
+            chunk = {**chunk, "candidates": [cand, *(candidates[1:] if isinstance(candidates, list) else ())]}
     usage = chunk.get("usageMetadata")
     if isinstance(usage, dict):
         if done_usage is not None:
@@ -547,7 +547,7 @@ def _load(raw: bytes | str, response: Any) -> Any:
     return value
 
 
-async def chunks(response: Any) -> AsyncIterator[list[Any]]:
+async def chunks(response: Any) -> AsyncGenerator[list[Any], None]:
     """The reply's chunks as the SDK reads them, a list per network read: each a JSON value, or an exception
     to raise at that point."""
     data: list[bytes] = []
