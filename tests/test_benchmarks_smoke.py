@@ -62,7 +62,7 @@ def test_provider_event_cost_runs(runner):
     costs = asyncio.run(per_event_costs(20, 1))
     assert set(costs) == {"openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai",
                           "openai-completions (direct)", "openai-responses (direct)", "anthropic-messages (direct)",
-                          "faux"}
+                          "google-generative-ai (direct)", "faux"}
     for name, r in costs.items():
         assert "error" not in r, f"{name}: {r.get('error')}"
         assert r["events"] >= 20 and len(r["samples_ms"]) == 1

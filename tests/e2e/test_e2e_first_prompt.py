@@ -48,3 +48,39 @@ def test_the_first_prompt_reply_is_complete_whatever_the_import_timing(home, spa
         assert req.headers["authorization"] == "Bearer test-key"
         assert req.body["model"] == "scripted-model" and req.body["stream"] is True
         assert req.body["messages"][-1]["content"] == [{"type": "text", "text": text}]
+
+
+def _gemini_reply() -> Reply:
+    def chunk(text: str, finish: str | None = None) -> dict:
+        c: dict = {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}]}
+        if finish:
+            c["candidates"][0]["finishReason"] = finish
+        return c
+
+    return Reply.sse([chunk(w) for w in WORDS] + [chunk("", "STOP")])
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3])
+def test_a_gemini_first_prompt_and_the_next_are_complete(home, spawn, server, delay):
+    """google-generative-ai goes without google-genai (google_direct): right after start-up and once the idle
+    warm-up has run, the replies are whole and the requests carry the key and the prompt."""
+    home.write_json("models.json", {"providers": {"gem": {
+        "baseUrl": server.url + "/v1beta", "api": "google-generative-ai", "apiKey": "gem-key",
+        "models": [{"id": "gemini-2.5-flash", "name": "Gemini", "reasoning": False, "input": ["text"],
+                    "contextWindow": 128000, "maxTokens": 8192}]}}})
+    home.write_json("settings.json", {"defaultProvider": "gem", "defaultModel": "gemini-2.5-flash",
+                                      "retry": {"provider": {"maxRetries": 0, "idleTimeoutMs": 5000}}})
+    server.push(_gemini_reply(), _gemini_reply())
+    p = spawn()
+    p.send({"id": "s", "type": "get_state"})
+    time.sleep(delay)
+    p.send({"id": "p1", "type": "prompt", "message": "first"})
+    assert _reply_text(p.until_type("agent_end", 60)) == "".join(WORDS)
+    time.sleep(0.3)  # the idle warm-up runs: it imports no SDK for this API
+    p.send({"id": "p2", "type": "prompt", "message": "second"})
+    assert _reply_text(p.until_type("agent_end", 60)) == "".join(WORDS)
+    assert [r.path for r in server.requests] == ["/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"] * 2
+    for req, text in zip(server.requests, ("first", "second"), strict=True):
+        assert req.headers["x-goog-api-key"] == "gem-key"
+        assert req.headers["x-goog-api-client"].startswith("google-genai-sdk/")
+        assert req.body["contents"][-1] == {"role": "user", "parts": [{"text": text}]}

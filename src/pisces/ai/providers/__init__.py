@@ -97,8 +97,10 @@ def warm(api: str) -> None:
         pass
 
 
-# APIs whose requests ``direct`` can send while their SDK is not imported yet (Azure's client is its own).
-DIRECT_APIS = frozenset({"openai-completions", "openai-responses", "mistral-conversations", "anthropic-messages"})
+# APIs whose requests ``direct`` (Gemini's: ``google_direct``) sends without their SDK (Azure's and Vertex's
+# clients are their own).
+DIRECT_APIS = frozenset({"openai-completions", "openai-responses", "mistral-conversations", "anthropic-messages",
+                         "google-generative-ai"})
 
 
 def _goes_direct(api: str) -> bool:
@@ -106,6 +108,10 @@ def _goes_direct(api: str) -> bool:
     if api not in DIRECT_APIS:
         return False
     try:
+        if api == "google-generative-ai":
+            from pisces.ai.providers import google_direct  # noqa: PLC0415 - as direct below
+
+            return google_direct.use_direct()
         from pisces.ai.providers import direct  # noqa: PLC0415 - first request only; direct imports _shared, which imports this package
 
         return direct.use_direct(SDK_MODULES[api])

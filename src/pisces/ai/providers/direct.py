@@ -270,6 +270,13 @@ def _client() -> Any:
     return cached_client(("direct-httpx2",), make)
 
 
+async def shared_client() -> Any:
+    """The httpx2 client every direct request sends through (waiting for ``prepare``'s, as ``post_stream``
+    does), for a provider with its own retry loop (``google_direct``)."""
+    await _await_prepare()
+    return _client()
+
+
 def retry_after(headers: Any) -> float | None:
     """Seconds the server asks to wait (``retry-after-ms``, then ``retry-after`` as seconds or a date)."""
     for name, divisor in (("retry-after-ms", 1000), ("retry-after", 1)):

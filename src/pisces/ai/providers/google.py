@@ -1,11 +1,13 @@
-"""``google-generative-ai``: the Gemini API (generativelanguage), streamed through the google-genai SDK.
+"""``google-generative-ai``: the Gemini API (generativelanguage), sent without the google-genai SDK (``google_direct``:
+the request the SDK would send, its SSE chunks read as plain JSON) unless ``PISCES_PROVIDER_TRANSPORT=sdk`` asks
+for the SDK, the payload holds what ``google_direct`` does not convert, or the client is Vertex's.
 
 Contents, tools and thinking settings are built as pi builds them. Gemini sends text in pieces
 and function calls whole: consecutive text pieces of one kind (thought or answer) form one block,
 a change of kind or a function call closes it. Thought signatures (opaque bytes, base64 on the wire)
 are kept on the block that carried them and sent back with it on the next request to the same model.
 
-The SDK is imported on first use only.
+The SDK is imported by the first request that goes through it only.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import time
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeGuard
 
 from pisces.ai.gc_pause import gc_paused
-from pisces.ai.providers import import_sdk
+from pisces.ai.providers import google_direct, import_sdk
 from pisces.ai.providers._limits import genai_client_args
 from pisces.ai.providers._shared import (
     append_text,
@@ -107,6 +109,17 @@ def _sig_text(raw: Any) -> str | None:
     if isinstance(raw, str) and raw:
         return raw
     return None
+
+
+def _sig_json(text: Any) -> str | None:
+    """A signature as the REST API sends it (base64, either alphabet) in the form the SDK's bytes give."""
+    if not isinstance(text, str):
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(text) if ("-" in text or "_" in text) else base64.b64decode(text)
+    except (binascii.Error, ValueError):
+        return text
+    return _sig_text(raw)
 
 
 def convert_contents(model: Model, context: Context) -> list[dict[str, Any]]:
@@ -265,6 +278,16 @@ def _client(genai: Any, types: Any, model: Model, api_key: str, options: StreamO
     return cached_client(key, make)
 
 
+def _open_direct(model: Model, api_key: str, options: StreamOptions, model_id: str, body: dict[str, Any]) -> Any:
+    """The request ``_client``'s SDK client would send, through ``google_direct``: its chunks, a list per read
+    (the request is sent when the first is asked for)."""
+    extra = {**(model.headers if isinstance(model.headers, dict) else {}), **(options.headers or {})}
+    timeout_s = int(options.timeoutMs) / 1000.0 if options.timeoutMs else None
+    return google_direct.reply(
+        google_direct.url(model.baseUrl, model_id), google_direct.headers(api_key, extra, timeout_s), body,
+        attempts=max(1, options.maxRetries + 1), timeout_s=timeout_s)
+
+
 # ---------------------------------------------------------------------------------------------
 # Response
 # ---------------------------------------------------------------------------------------------
@@ -370,6 +393,94 @@ class _Parser:
             finish_usage(self.model, usage)
         return events
 
+    def feed_json(self, chunk: Any) -> list[Any]:
+        """``feed`` for a chunk as the REST API sends it (camelCase JSON, signatures as base64 text): the same
+        events and message as the SDK's objects give."""
+        if not isinstance(chunk, dict):
+            return []
+        out = self.out
+        events: list[Any] = []
+        rid = chunk.get("responseId")
+        if rid and not isinstance(out.responseId, str):
+            out.responseId = rid
+        candidates = chunk.get("candidates")
+        cand = candidates[0] if isinstance(candidates, list) and candidates else None
+        if not isinstance(cand, dict):
+            cand = None
+        content = cand.get("content") if cand is not None else None
+        parts = content.get("parts") if isinstance(content, dict) else None
+        for part in parts if isinstance(parts, list) else ():
+            if not isinstance(part, dict):
+                continue
+            raw_sig = part.get("thoughtSignature")
+            sig = _sig_json(raw_sig) if raw_sig else None
+            text = part.get("text")
+            if isinstance(text, str):
+                thinking = part.get("thought") is True
+                cur = self.current
+                if cur is None or thinking != isinstance(cur, ThinkingContent):
+                    events.extend(self.close_block())
+                    pos = len(out.content)
+                    if thinking:
+                        cur = ThinkingContent(thinking="")
+                        events.append(ThinkingStartEvent(contentIndex=pos, partial=out))
+                    else:
+                        cur = TextContent(text="")
+                        events.append(TextStartEvent(contentIndex=pos, partial=out))
+                    out.content.append(cur)
+                    self.current = cur
+                pos = len(out.content) - 1
+                if isinstance(cur, ThinkingContent):
+                    append_thinking(cur, text)
+                    if sig:
+                        cur.thinkingSignature = sig
+                    events.append(ThinkingDeltaEvent(contentIndex=pos, delta=text, partial=out))
+                else:
+                    append_text(cur, text)
+                    if sig:
+                        cur.textSignature = sig
+                    events.append(TextDeltaEvent(contentIndex=pos, delta=text, partial=out))
+            fc = part.get("functionCall")
+            if isinstance(fc, dict):
+                events.extend(self.close_block())
+                name = fc.get("name") or ""
+                call_id = fc.get("id")
+                if not call_id or any(isinstance(b, ToolCall) and b.id == call_id for b in out.content):
+                    _tool_call_counter[0] += 1
+                    call_id = f"{name}_{int(time.time() * 1000)}_{_tool_call_counter[0]}"
+                raw_args = fc.get("args")
+                args = finite_json(raw_args) if isinstance(raw_args, dict) else {}
+                tc = ToolCall(id=call_id, name=name, arguments=args)
+                if sig:
+                    tc.thoughtSignature = sig
+                pos = len(out.content)
+                out.content.append(tc)
+                events.append(ToolCallStartEvent(contentIndex=pos, partial=out))
+                events.append(ToolCallDeltaEvent(contentIndex=pos, delta=json.dumps(args, ensure_ascii=False),
+                                                 partial=out))
+                events.append(ToolCallEndEvent(contentIndex=pos, toolCall=tc, partial=out))
+        finish = cand.get("finishReason") if cand is not None else None
+        if finish:
+            self.finish = str(finish)
+            self.finish_message = None  # google-genai drops the Gemini API's finishMessage: worded as through it
+            reason = {"STOP": "stop", "MAX_TOKENS": "length"}.get(self.finish, "error")
+            if reason == "stop" and any(isinstance(b, ToolCall) for b in out.content):
+                reason = "toolUse"
+            out.stopReason = reason
+        feedback = chunk.get("promptFeedback")
+        if isinstance(feedback, dict) and feedback.get("blockReason"):
+            self.block_reason = str(feedback["blockReason"])
+        um = chunk.get("usageMetadata")
+        if isinstance(um, dict):
+            usage = out.usage
+            cached = um.get("cachedContentTokenCount") or 0
+            usage.input = (um.get("promptTokenCount") or 0) - cached
+            usage.output = (um.get("candidatesTokenCount") or 0) + (um.get("thoughtsTokenCount") or 0)
+            usage.cacheRead = cached
+            usage.cacheWrite = 0
+            finish_usage(self.model, usage)
+        return events
+
     def failure(self) -> str | None:
         """Why the finished stream is an error, or None."""
         if self.block_reason and not self.out.content:
@@ -387,7 +498,7 @@ def _describe_error(errors: Any, exc: BaseException, model: Model) -> str:
         return str(exc)
     if errors is None and isinstance(exc, ImportError):
         return f"The google-genai package is not installed ({exc}); install it with: pip install google-genai"
-    if errors is not None and isinstance(exc, errors.APIError):
+    if isinstance(exc, google_direct.APIError) or (errors is not None and isinstance(exc, errors.APIError)):
         message = exc.message if isinstance(exc.message, str) else None
         if message is None and exc.details is not None:
             message = exc.details if isinstance(exc.details, str) else json.dumps(exc.details, ensure_ascii=False)
@@ -417,19 +528,29 @@ async def stream(model: Model, context: Context, options: StreamOptions, *,
     chunks: Any = None
     error: str | None = None
     try:
-        genai = import_sdk("google.genai")
-        errors, types = import_sdk("google.genai.errors"), import_sdk("google.genai.types")
-
-        client = _client(genai, types, model, api_key, options) if make_client is None \
-            else await make_client(genai, types)
         payload = await payload_hook(options, {"model": model.id, "contents": convert_contents(model, context),
                                                "config": build_config(model, context, options)})
-        chunks = await client.aio.models.generate_content_stream(
-            model=payload["model"], contents=payload["contents"], config=payload["config"])
+        rest = google_direct.rest_body(payload) if make_client is None and google_direct.use_direct() else None
         parser = _Parser(model, out)
-        async for chunk in chunks:
-            for item in parser.feed(chunk):
-                yield item
+        if rest is not None:
+            chunks = _open_direct(model, api_key, options, *rest)
+            feed = parser.feed_json
+            async for batch in chunks:
+                for chunk in batch:
+                    if isinstance(chunk, Exception):
+                        raise chunk
+                    for item in feed(chunk):
+                        yield item
+        else:
+            genai = import_sdk("google.genai")
+            errors, types = import_sdk("google.genai.errors"), import_sdk("google.genai.types")
+            client = _client(genai, types, model, api_key, options) if make_client is None \
+                else await make_client(genai, types)
+            chunks = await client.aio.models.generate_content_stream(
+                model=payload["model"], contents=payload["contents"], config=payload["config"])
+            async for chunk in chunks:
+                for item in parser.feed(chunk):
+                    yield item
         for item in parser.close_block():
             yield item
         problem = parser.failure()
