@@ -193,12 +193,14 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
     streamed = 0
     failure: BaseException | None = None
     coalescer = _Coalescer()
+    progress = progressed if idle_s > 0 else None
+    next_item = gen.__anext__
     try:
         while interrupt[0] is None:
             in_provider[0] = True
-            progress_token = PROGRESS.set(progressed if idle_s > 0 else None)
+            progress_token = PROGRESS.set(progress)
             try:
-                item = await gen.__anext__()
+                item = await next_item()
             except StopAsyncIteration:
                 break
             except asyncio.CancelledError:
@@ -222,9 +224,16 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
             if partial is None and kind != "start" and isinstance(getattr(item, "partial", None), AssistantMessage):
                 partial = item.partial  # a provider that skipped ``start``: never send a late one
             if kind in _DELTA_KINDS:
-                streamed += len(item.delta)
-                for ev in coalescer.delta(item, now):
-                    yield ev
+                n = len(item.delta)
+                streamed += n
+                if coalescer.held is None and coalescer.size + n < COALESCE_FROM_CHARS:
+                    # a small message: every delta goes out as it came (what ``delta`` would do, one call less)
+                    coalescer.size += n
+                    coalescer.prev = now
+                    yield item
+                else:
+                    for ev in coalescer.delta(item, now):
+                        yield ev
                 if overrun_at and streamed > overrun_at:
                     interrupt[0] = "overrun"
                     break

@@ -185,13 +185,26 @@ def _check_profile(profile: str) -> None:
         raise ValueError(f"unknown stream profile {profile!r}: use one of {', '.join(PROFILES)}")
 
 
+# Per class (a struct's tag and fields belong to its class): whether it is a message_update event, and whether
+# it is an event struct that carries ``partial``. Asked for every frame, so answered once per class.
+_IS_UPDATE: dict[type, bool] = {}
+_HAS_PARTIAL: dict[type, bool] = {}
+
+
 def _update_parts(obj: Any) -> tuple[Any, Any] | None:
     """(assistantMessageEvent, message) of a message_update event whose event struct carries ``partial``;
     None for every other frame."""
-    config = getattr(obj, "__struct_config__", None)
-    if config is None or config.tag != "message_update":
+    is_update = _IS_UPDATE.get(type(obj))
+    if is_update is None:
+        config = getattr(obj, "__struct_config__", None)
+        is_update = _IS_UPDATE[type(obj)] = config is not None and config.tag == "message_update"
+    if not is_update:
         return None
     ame = getattr(obj, "assistantMessageEvent", None)
-    if ame is None or not hasattr(ame, "__struct_config__") or "partial" not in ame.__struct_fields__:
+    has_partial = _HAS_PARTIAL.get(type(ame))
+    if has_partial is None:
+        has_partial = _HAS_PARTIAL[type(ame)] = (hasattr(ame, "__struct_config__")
+                                                 and "partial" in getattr(ame, "__struct_fields__", ()))
+    if not has_partial:
         return None
     return ame, obj.message
