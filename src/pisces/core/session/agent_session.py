@@ -141,7 +141,9 @@ class AgentSession(SessionSwitching):
     def _on_agent_event(self, event: Any) -> None:
         if self.hooks.active:  # extension handlers first, when there are any
             self.hooks.agent_event(event, self._deliver)
-        else:  # no extensions: every streamed event goes straight on (one hop less per delta)
+        elif type(event) is MessageUpdateEvent:  # no extensions: a streamed delta goes straight out
+            self.emit(event)
+        else:
             self._deliver(event)
 
     def _deliver(self, event: Any) -> None:

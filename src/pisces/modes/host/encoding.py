@@ -111,18 +111,27 @@ class StreamEncoder:
     def encode_parts(self, obj: Any, profile: str = FULL) -> list[Any]:
         """One frame as the byte strings that make it up, in order (for ``os.writev``): a full-profile
         ``message_update`` lists its one encoded snapshot twice instead of copying it into a new buffer."""
-        _check_profile(profile)
-        parts = _update_parts(obj)
-        if parts is None or profile != FULL or parts[0].partial is not parts[1]:
-            return [self.encode(obj, profile)]
-        ame, message = parts
-        event_buf = self._event_fields(ame)
-        if event_buf is None:
-            return [self.encode(obj, profile)]
-        snapshot = bytearray()
-        self.append(message, snapshot)
-        return [_UPDATE_HEAD, memoryview(event_buf)[:-1], _PARTIAL_KEY, snapshot, b"}", _MESSAGE_KEY, snapshot,
-                b"}\n"]
+        parts = _update_parts(obj) if profile == FULL else None
+        if parts is not None and parts[0].partial is parts[1]:
+            # the frame of every streamed delta: two encodes straight into new buffers; anything unusual (a lone
+            # surrogate, a value too deep, an encoding that cannot be spliced) takes the careful path below
+            ame, message = parts
+            encode_into = self._encoder.encode_into
+            event_buf, snapshot = bytearray(), bytearray()
+            try:
+                ame.partial = UNSET
+                try:
+                    encode_into(ame, event_buf, -1)
+                finally:
+                    ame.partial = message
+                encode_into(message, snapshot, -1)
+            except Exception:  # noqa: BLE001 - not lost: encoded again below, by the path that handles it
+                pass
+            else:
+                if event_buf.endswith(b"}"):
+                    return [_UPDATE_HEAD, memoryview(event_buf)[:-1], _PARTIAL_KEY, snapshot, b"}", _MESSAGE_KEY,
+                            snapshot, b"}\n"]
+        return [self.encode(obj, profile)]
 
     def _event_fields(self, ame: Any) -> bytearray | None:
         """The assistantMessageEvent encoded without its ``partial`` (the snapshot is spliced in by the caller);
