@@ -37,6 +37,7 @@ DEEP_ENCODE_LIMIT = 20_000  # nesting levels allowed when a frame is deeper than
 _UPDATE_HEAD = b'{"type":"message_update","assistantMessageEvent":'
 _PARTIAL_KEY = b',"partial":'
 _MESSAGE_KEY = b',"message":'
+_BETWEEN = b"}" + _MESSAGE_KEY  # the end of the event (after its partial), then the message
 
 
 def profile_for(*, partial: bool = True, message_snapshots: bool = True) -> str:
@@ -117,20 +118,20 @@ class StreamEncoder:
             # surrogate, a value too deep, an encoding that cannot be spliced) takes the careful path below
             ame, message = parts
             encode_into = self._encoder.encode_into
-            event_buf, snapshot = bytearray(), bytearray()
+            head, snapshot = bytearray(_UPDATE_HEAD), bytearray()
             try:
                 ame.partial = UNSET
                 try:
-                    encode_into(ame, event_buf, -1)
+                    encode_into(ame, head, -1)  # appended to the frame's head
                 finally:
                     ame.partial = message
                 encode_into(message, snapshot, -1)
             except Exception:  # noqa: BLE001 - not lost: encoded again below, by the path that handles it
                 pass
             else:
-                if event_buf.endswith(b"}"):
-                    return [_UPDATE_HEAD, memoryview(event_buf)[:-1], _PARTIAL_KEY, snapshot, b"}", _MESSAGE_KEY,
-                            snapshot, b"}\n"]
+                if head.endswith(b"}"):
+                    head[-1:] = _PARTIAL_KEY  # the event's closing brace comes after its partial
+                    return [head, snapshot, _BETWEEN, snapshot, b"}\n"]
         return [self.encode(obj, profile)]
 
     def _event_fields(self, ame: Any) -> bytearray | None:
