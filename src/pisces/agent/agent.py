@@ -62,23 +62,27 @@ class Agent:
         self.steering_queue: list[Any] = []
         self.follow_up_queue: list[Any] = []
         self.is_streaming = False
-        self._listeners: list[Listener] = []
+        self._listeners: tuple[Listener, ...] = ()  # replaced, never changed in place: _emit needs no copy
         self._signal: AbortSignal | None = None
         self._idle = asyncio.Event()
         self._idle.set()
 
     # -- events -------------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        self._listeners.append(listener)
+        self._listeners = (*self._listeners, listener)
 
         def unsubscribe() -> None:
             if listener in self._listeners:
-                self._listeners.remove(listener)
+                rest = list(self._listeners)
+                rest.remove(listener)
+                self._listeners = tuple(rest)
 
         return unsubscribe
 
     def _emit(self, event: Any) -> None:
-        for listener in list(self._listeners):
+        # the listeners as they were when the event came: one that (un)subscribes from a listener takes effect
+        # from the next event
+        for listener in self._listeners:
             listener(event)
 
     # -- queues -------------------------------------------------------------------------------

@@ -39,13 +39,15 @@ from pisces.ai.stream import stream as default_stream
 from pisces.ai.types import (
     AssistantMessage,
     Context,
+    DoneEvent,
+    ErrorEvent,
     Model,
+    StartEvent,
     StreamOptions,
     TextContent,
     Tool,
     ToolCall,
     ToolResultMessage,
-    event_type,
     now_ms,
 )
 
@@ -159,13 +161,17 @@ async def _stream_assistant(state: RunState, config: LoopConfig, signal: AbortSi
     # message_start waits for the next event: when that ends the message (an HTTP error before any byte),
     # message_start carries the error as pi's does; otherwise it shows the message as it was at ``start``.
     held_start: AssistantMessage | None = None
+    update = MessageUpdateEvent
     async for ev in config.stream_fn(model, context, options):
-        kind = event_type(ev)
-        if kind == "start":
+        cls = type(ev)  # the class, not the tag: this runs for every streamed event
+        if cls is StartEvent:
             partial = ev.partial
             held_start = _start_snapshot(partial)
-        elif kind == "done" or kind == "error":
-            final = ev.message if kind == "done" else ev.error
+        elif cls is DoneEvent:
+            final = ev.message
+            break
+        elif cls is ErrorEvent:
+            final = ev.error
             break
         else:
             if held_start is not None:
@@ -178,7 +184,7 @@ async def _stream_assistant(state: RunState, config: LoopConfig, signal: AbortSi
                 emit(MessageStartEvent(message=partial))
             # pi's shape: the snapshot both in ``message`` and in the event's ``partial`` (the stream encoder
             # writes it once per profile; the lean and deltas profiles leave it out)
-            emit(MessageUpdateEvent(assistantMessageEvent=ev, message=partial))
+            emit(update(assistantMessageEvent=ev, message=partial))
     assert final is not None, "stream ended without a final event"
     if not started:
         emit(MessageStartEvent(message=final))

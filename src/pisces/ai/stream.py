@@ -20,6 +20,7 @@ partial message are exact). An abort or a stall while the provider waits on the 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, AsyncIterator, get_args
 
 import msgspec
@@ -169,7 +170,9 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
     remove_listener = signal.add_listener(lambda: interrupt_with("abort")) if signal is not None else None
     idle_s = (options.idleTimeoutMs or 0) / 1000
     timer: list[asyncio.TimerHandle | None] = [None]
-    last_seen = [loop.time()]  # refreshed per event; the one timer re-arms itself from it (cheap per event)
+    # the loop's clock; asyncio's own is time.monotonic, called directly then (it is read for every event)
+    clock = time.monotonic if getattr(loop.time, "__func__", None) is asyncio.BaseEventLoop.time else loop.time
+    last_seen = [clock()]  # refreshed per event; the one timer re-arms itself from it (cheap per event)
 
     def check_stall() -> None:
         left = last_seen[0] + idle_s - loop.time()
@@ -182,7 +185,7 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
         timer[0] = loop.call_later(idle_s, check_stall)
 
     def progressed() -> None:  # a chunk of the reply arrived (pisces.ai.providers._limits calls it)
-        last_seen[0] = loop.time()
+        last_seen[0] = clock()
 
     partial: AssistantMessage | None = None
     open_blocks: dict[int, str] = {}  # contentIndex -> kind, for blocks started but not ended
@@ -193,12 +196,14 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
     streamed = 0
     failure: BaseException | None = None
     coalescer = _Coalescer()
+    progress = progressed if idle_s > 0 else None
+    next_item = gen.__anext__
     try:
         while interrupt[0] is None:
             in_provider[0] = True
-            progress_token = PROGRESS.set(progressed if idle_s > 0 else None)
+            progress_token = PROGRESS.set(progress)
             try:
-                item = await gen.__anext__()
+                item = await next_item()
             except StopAsyncIteration:
                 break
             except asyncio.CancelledError:
@@ -217,14 +222,21 @@ async def stream(model: Model, context: Context, options: StreamOptions | None =
                     cancel_sent[0] = False
                     if task is not None:  # always: a stream is consumed by a task
                         task.uncancel()
-            now = last_seen[0] = loop.time()
+            now = last_seen[0] = clock()
             kind = _KIND[type(item)]
             if partial is None and kind != "start" and isinstance(getattr(item, "partial", None), AssistantMessage):
                 partial = item.partial  # a provider that skipped ``start``: never send a late one
             if kind in _DELTA_KINDS:
-                streamed += len(item.delta)
-                for ev in coalescer.delta(item, now):
-                    yield ev
+                n = len(item.delta)
+                streamed += n
+                if coalescer.held is None and coalescer.size + n < COALESCE_FROM_CHARS:
+                    # a small message: every delta goes out as it came (what ``delta`` would do, one call less)
+                    coalescer.size += n
+                    coalescer.prev = now
+                    yield item
+                else:
+                    for ev in coalescer.delta(item, now):
+                        yield ev
                 if overrun_at and streamed > overrun_at:
                     interrupt[0] = "overrun"
                     break

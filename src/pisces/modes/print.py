@@ -68,14 +68,14 @@ async def _run(args: Any, json_events: bool, received: list[int]) -> int:
         writer.profile = getattr(args, "stream_profile", None) or writer.profile
         writer.write(session.store.get_header())
         session.subscribe(writer.write)
-    session.subscribe(_report_progress)
+    session.subscribe(_report_progress, updates=False)  # dict events only
     budget_stop: list[str] = []  # what the session's budget_exceeded said, for the final line
 
     def on_budget(event: Any) -> None:
         if isinstance(event, dict) and event.get("type") == "budget_exceeded" and event.get("scope") == "session":
             budget_stop.append(_budget_text(event))
 
-    session.subscribe(on_budget)
+    session.subscribe(on_budget, updates=False)
     main = asyncio.current_task()
     assert main is not None
     loop = asyncio.get_running_loop()

@@ -92,5 +92,22 @@ def test_parts_for_writev_are_the_same_bytes():
         for profile in se.PROFILES:
             assert b"".join(enc.encode_parts(obj, profile)) == enc.encode(obj, profile)
     parts = enc.encode_parts(_update(), se.FULL)
-    snapshots = [p for p in parts if len(p) > 100]
+    snapshot = enc.encode(_update().message, se.FULL)[:-1]
+    snapshots = [p for p in parts if p == snapshot]
     assert len(snapshots) == 2 and snapshots[0] is snapshots[1]  # one encoded snapshot, written twice
+
+
+def test_parts_for_writev_take_the_careful_path_for_what_the_fast_one_cannot_encode():
+    enc = se.StreamEncoder()
+    deep: list = []
+    for _ in range(5000):  # deeper than Python's recursion limit
+        deep = [deep]
+    odd = [_update(text="a\ud800", delta="b"), _update(text="ok", delta="\ud800"), _update()]
+    odd[2].message.content.append(ToolCall(id="c", name="t", arguments={"deep": deep}))
+    for ev in odd:
+        joined = b"".join(enc.encode_parts(ev, se.FULL))
+        assert joined == enc.encode(ev, se.FULL) and joined.endswith(b"}\n")
+        assert ev.assistantMessageEvent.partial is ev.message  # the event is left as it was
+    assert b"\\ud800" in b"".join(enc.encode_parts(odd[1], se.FULL))
+    with pytest.raises(ValueError, match="unknown stream profile"):
+        enc.encode_parts(_update(), "huge")

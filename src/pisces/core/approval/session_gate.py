@@ -474,6 +474,6 @@ def attach(session: Any, cli_mode: str | None = None) -> SessionApproval:
 
     approval = SessionApproval(session.settings, session.cwd, ui=lambda: session.ui, cli_mode=cli_mode)
     install(session.agent).add(APPROVAL_RANK, before=approval.before_tool_call)
-    session.subscribe(approval.on_event)
+    session.subscribe(approval.on_event, updates=False)  # session_changed only
     session.approval = approval
     return approval

@@ -9,7 +9,8 @@ What it is given, and nothing more:
   ``pisces.ttsr`` custom entries, and restored from the branch, so a resumed session does not fire a
   ``once`` rule again);
 * ``settings``: ``ttsr.enabled`` (true), ``ttsr.contextMode`` (``discard`` | ``keep``), ``ttsr.repeatMode``
-  (``once`` | ``after-gap``), ``ttsr.repeatGap`` (10 replies).
+  (``once`` | ``after-gap``), ``ttsr.repeatGap`` (10 replies). ``ttsr.enabled`` is read once a turn (at its
+  first delta), not for every delta: a change applies from the next turn.
 
 The session feeds it every event. While a reply streams, each text, thinking or tool-call delta is added to
 that block's window and checked against the rules whose scope covers it; on a match the rules that match are
@@ -55,6 +56,7 @@ class StreamRules:
         self._buffers: dict[int, str] = {}
         self._heads: dict[int, str] = {}  # the first characters of each tool call's arguments (its path)
         self._pending: list[Any] = []  # rules fired during the current generation
+        self._enabled_now: bool | None = None  # ``enabled``, read once a turn (None: not read yet this turn)
         self.replies = 0  # assistant replies on this branch (the clock of repeatMode after-gap)
         self.fired: dict[str, int] = {}  # rule name -> the reply count when it last fired
         self.restore()
@@ -93,25 +95,39 @@ class StreamRules:
     # -- fed by the session -------------------------------------------------------------------------
     def on_event(self, event: Any) -> None:
         if isinstance(event, MessageUpdateEvent):
-            self._on_delta(event)
+            self.on_update(event)
         elif isinstance(event, TurnStartEvent):
             self._buffers.clear()
             self._heads.clear()
+            self._enabled_now = None  # the settings are read again for the new turn
         elif isinstance(event, MessageEndEvent):
             if isinstance(event.message, AssistantMessage):
                 self.replies += 1
                 self._buffers.clear()
                 self._heads.clear()
         elif isinstance(event, dict) and event.get("type") == "session_changed":
+            self._enabled_now = None
             if event.get("reason") == "reload":
                 self._rules = None
             self._pending = []
             self.restore()
 
+    def on_update(self, event: MessageUpdateEvent) -> None:
+        """A ``message_update`` (the session calls this for every streamed event, so the common cases end
+        first: no rule files, a rule already fired, the rules turned off for this turn)."""
+        rules = self._rules
+        if rules is not None and not rules or self._pending:
+            return
+        enabled = self._enabled_now
+        if enabled is None:
+            enabled = self._enabled_now = self.enabled
+        if enabled:
+            self._on_delta(event)
+
     def _on_delta(self, event: MessageUpdateEvent) -> None:
         ame = event.assistantMessageEvent
         kind = _KINDS.get(_tag(ame) or "")
-        if kind is None or self._pending or not self.enabled:
+        if kind is None:
             return
         rules = self.rules()
         if not rules:

@@ -12,7 +12,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from pisces.agent.agent import Agent
-from pisces.agent.types import AgentTool, MessageEndEvent, MessageStartEvent
+from pisces.agent.types import AgentTool, MessageEndEvent, MessageStartEvent, MessageUpdateEvent
 from pisces.ai.models import clamp_thinking_level
 from pisces.ai.types import AssistantMessage, Model, StreamOptions, TextContent, UserMessage, now_ms
 from pisces.core.config.auth import no_api_key_error
@@ -24,6 +24,7 @@ from pisces.core.planning.session_todos import plan_continue_in
 from pisces.core.resources.templates import expand_prompt_template, list_prompt_commands
 from pisces.core.session import views
 from pisces.core.session.hooks import NoHooks
+from pisces.core.session.listeners import Listener, Listeners
 from pisces.core.session.retry import RetryPolicy
 from pisces.core.session.switching import SessionSwitching
 from pisces.core.session.ui import NoUI
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
     from pisces.core.session.compactor import Compactor
     from pisces.core.session.ports import Approval, BashRunnerPort, Budget, SessionHooks
     from pisces.core.session.ui import SessionUI
-
-Listener = Callable[[Any], None]
 
 BUSY_ERROR = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
 DEFAULT_IDLE_TIMEOUT_MS = 300_000  # a provider silent this long ends the request as a (retryable) timeout
@@ -62,7 +61,7 @@ class AgentSession(SessionSwitching):
         self.resources: dict[str, Any] = {"skillPaths": [], "promptPaths": [], "skills": True, "promptTemplates": True}
         self._next_turn: list[Any] = []  # custom messages sent with the next prompt
         self.scope_patterns: list[str] | None = None  # --models, else settings enabledModels
-        self._listeners: list[Listener] = []
+        self._listeners = Listeners()
         self._steering_texts: list[str] = []
         self._follow_up_texts: list[str] = []
         self._pending_bash: list[Any] = []  # RPC bash results held while a run streams
@@ -97,12 +96,20 @@ class AgentSession(SessionSwitching):
     # ------------------------------------------------------------------------------------------
     # Events
     # ------------------------------------------------------------------------------------------
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+    def subscribe(self, listener: Listener, *, updates: bool = True) -> Callable[[], None]:
+        """Call ``listener`` with every event from now on (in the order they subscribed) until the returned
+        function is called. ``updates=False``: never with ``message_update``, the event a reply sends once per
+        streamed delta, for a listener that only looks at the others."""
+        return self._listeners.add(listener, updates)
 
     def emit(self, event: Any) -> None:
-        for listener in list(self._listeners):
+        if type(event) is MessageUpdateEvent:  # a streamed delta: thousands a reply, so only who reads them
+            for listener in self._listeners.updates:
+                listener(event)
+            if self.ttsr is not None:  # the stream rules check each delta (budgets and todos ignore them)
+                self.ttsr.on_update(event)
+            return
+        for listener in self._listeners.all:
             listener(event)
         if self.budget is not None:  # after the listeners: its own events follow the one that caused them
             self.budget.on_event(event)
@@ -134,7 +141,9 @@ class AgentSession(SessionSwitching):
     def _on_agent_event(self, event: Any) -> None:
         if self.hooks.active:  # extension handlers first, when there are any
             self.hooks.agent_event(event, self._deliver)
-        else:  # no extensions: every streamed event goes straight on (one hop less per delta)
+        elif type(event) is MessageUpdateEvent:  # no extensions: a streamed delta goes straight out
+            self.emit(event)
+        else:
             self._deliver(event)
 
     def _deliver(self, event: Any) -> None:

@@ -67,7 +67,7 @@ class Compactor:
         self._idle.set()
         self._last_reply: AssistantMessage | None = None  # the last reply of the current run, for the check
         self._overflow_attempted = False
-        session.subscribe(self._on_event)
+        session.subscribe(self._on_event, updates=False)  # starts and ends only
 
     # ------------------------------------------------------------------------------------------
     # Bookkeeping

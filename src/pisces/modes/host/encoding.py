@@ -37,6 +37,7 @@ DEEP_ENCODE_LIMIT = 20_000  # nesting levels allowed when a frame is deeper than
 _UPDATE_HEAD = b'{"type":"message_update","assistantMessageEvent":'
 _PARTIAL_KEY = b',"partial":'
 _MESSAGE_KEY = b',"message":'
+_BETWEEN = b"}" + _MESSAGE_KEY  # the end of the event (after its partial), then the message
 
 
 def profile_for(*, partial: bool = True, message_snapshots: bool = True) -> str:
@@ -111,18 +112,27 @@ class StreamEncoder:
     def encode_parts(self, obj: Any, profile: str = FULL) -> list[Any]:
         """One frame as the byte strings that make it up, in order (for ``os.writev``): a full-profile
         ``message_update`` lists its one encoded snapshot twice instead of copying it into a new buffer."""
-        _check_profile(profile)
-        parts = _update_parts(obj)
-        if parts is None or profile != FULL or parts[0].partial is not parts[1]:
-            return [self.encode(obj, profile)]
-        ame, message = parts
-        event_buf = self._event_fields(ame)
-        if event_buf is None:
-            return [self.encode(obj, profile)]
-        snapshot = bytearray()
-        self.append(message, snapshot)
-        return [_UPDATE_HEAD, memoryview(event_buf)[:-1], _PARTIAL_KEY, snapshot, b"}", _MESSAGE_KEY, snapshot,
-                b"}\n"]
+        parts = _update_parts(obj) if profile == FULL else None
+        if parts is not None and parts[0].partial is parts[1]:
+            # the frame of every streamed delta: two encodes straight into new buffers; anything unusual (a lone
+            # surrogate, a value too deep, an encoding that cannot be spliced) takes the careful path below
+            ame, message = parts
+            encode_into = self._encoder.encode_into
+            head, snapshot = bytearray(_UPDATE_HEAD), bytearray()
+            try:
+                ame.partial = UNSET
+                try:
+                    encode_into(ame, head, -1)  # appended to the frame's head
+                finally:
+                    ame.partial = message
+                encode_into(message, snapshot, -1)
+            except Exception:  # noqa: BLE001 - not lost: encoded again below, by the path that handles it
+                pass
+            else:
+                if head.endswith(b"}"):
+                    head[-1:] = _PARTIAL_KEY  # the event's closing brace comes after its partial
+                    return [head, snapshot, _BETWEEN, snapshot, b"}\n"]
+        return [self.encode(obj, profile)]
 
     def _event_fields(self, ame: Any) -> bytearray | None:
         """The assistantMessageEvent encoded without its ``partial`` (the snapshot is spliced in by the caller);
@@ -185,13 +195,26 @@ def _check_profile(profile: str) -> None:
         raise ValueError(f"unknown stream profile {profile!r}: use one of {', '.join(PROFILES)}")
 
 
+# Per class (a struct's tag and fields belong to its class): whether it is a message_update event, and whether
+# it is an event struct that carries ``partial``. Asked for every frame, so answered once per class.
+_IS_UPDATE: dict[type, bool] = {}
+_HAS_PARTIAL: dict[type, bool] = {}
+
+
 def _update_parts(obj: Any) -> tuple[Any, Any] | None:
     """(assistantMessageEvent, message) of a message_update event whose event struct carries ``partial``;
     None for every other frame."""
-    config = getattr(obj, "__struct_config__", None)
-    if config is None or config.tag != "message_update":
+    is_update = _IS_UPDATE.get(type(obj))
+    if is_update is None:
+        config = getattr(obj, "__struct_config__", None)
+        is_update = _IS_UPDATE[type(obj)] = config is not None and config.tag == "message_update"
+    if not is_update:
         return None
     ame = getattr(obj, "assistantMessageEvent", None)
-    if ame is None or not hasattr(ame, "__struct_config__") or "partial" not in ame.__struct_fields__:
+    has_partial = _HAS_PARTIAL.get(type(ame))
+    if has_partial is None:
+        has_partial = _HAS_PARTIAL[type(ame)] = (hasattr(ame, "__struct_config__")
+                                                 and "partial" in getattr(ame, "__struct_fields__", ()))
+    if not has_partial:
         return None
     return ame, obj.message

@@ -118,7 +118,7 @@ class FrameWriter:
             self.write_bytes(parts[0])
             return
         try:
-            total = sum(len(p) for p in parts)
+            total = sum(map(len, parts))
             done = os.writev(self.fd, parts)
             if done < total:  # interrupted part-way: the rest in one piece
                 rest = memoryview(b"".join(parts))[done:]
