@@ -61,7 +61,7 @@ class App:
         self.client = client
         self.out = out
         self.renderer = Renderer(self._write, width, height)
-        self.transcript = Transcript(self.renderer.commit, width)
+        self.transcript = Transcript(self.renderer.commit, width, coalesce=True)
         self.editor = Buffer(multiline=True, history=history)
         self.edit = EditorOps(self.editor)  # kill-ring, paste markers, \ + Enter
         self.busy = False
@@ -164,6 +164,12 @@ class App:
         return rows
 
     # -- frames from the host --------------------------------------------------------------------
+    def on_delta(self, text: str, thinking: bool) -> None:
+        """A streamed delta (the LocalClient's shortcut): collected, drawn with the next frame."""
+        self.transcript.delta(text, thinking)
+        if self._frame is None:
+            self.schedule()
+
     def on_frame(self, ev: dict[str, Any]) -> None:
         kind = ev.get("type")
         if kind == "agent_start":

@@ -76,6 +76,7 @@ async def _serve(args: Any) -> int:
 
     keymap, problem = load_keymap(agent_dir())
     app = App(client, sys.stdout, width=size.columns, height=size.lines, history=_history(session), keymap=keymap)
+    client.on_delta = app.on_delta
     if problem:
         app.transcript.note(problem, 33)
     from pisces.modes.tui import theme  # noqa: PLC0415 - interactive only
