@@ -144,3 +144,59 @@ def test_with_a_second_client_the_tui_gets_frames_and_still_coalesces() -> None:
     t = Transcript(rows.extend, 20, coalesce=True)
     t.on_event(got[0])
     assert t.stream is None and t.live() == ["word"]
+
+
+def test_the_footer_sees_a_branch_switch_through_its_cache(tmp_path: Any) -> None:
+    from pisces.modes.tui import footer
+
+    git = tmp_path / ".git"
+    git.mkdir()
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    assert footer.git_branch(str(sub)) == "main"
+    assert footer.git_branch(str(sub)) == "main"  # from the cache
+    lock = git / "HEAD.lock"  # as git does it: a new file renamed over HEAD
+    lock.write_text("ref: refs/heads/feature-x\n")
+    lock.replace(git / "HEAD")
+    assert footer.git_branch(str(sub)) == "feature-x"
+    bare = tmp_path.parent / (tmp_path.name + "-none")
+    bare.mkdir()
+    assert footer.git_branch(str(bare)) in (None, footer._find_branch(str(bare))[1])
+
+
+def test_fit_gives_the_same_rows_from_its_cache() -> None:
+    from pisces.modes.tui.render import _fit, fit, style, width_of
+
+    rows = [style("─" * 50, 2), "› héllo 界界界 " + style("x" * 40, 1), "↑12 ↓3 · $0.001", "界" * 30]
+    for width in (1, 7, 20, 45, 80):
+        for row in rows:
+            first = fit(row, width)
+            assert first == fit(row, width) == _fit(row, width)
+            assert width_of(first) <= width
+
+
+def test_the_idle_warm_up_runs_once_idle_and_never_beside_a_reply() -> None:
+    import asyncio
+    import threading
+    from types import SimpleNamespace
+
+    from pisces.modes.tui import warm
+
+    calls: list[str] = []
+    session = SimpleNamespace(model=SimpleNamespace(api="no-such-api"),
+                              prepare_first_prompt=lambda: calls.append("system prompt"))
+
+    async def main(busy: bool) -> list[str]:
+        calls.clear()
+        warm.schedule(session, lambda: busy)
+        await asyncio.sleep(warm.WARM_S + 0.2)
+        for t in threading.enumerate():
+            if t.name == "tui-warm-up":
+                t.join(30)
+        return [t.name for t in threading.enumerate() if t.name == "tui-warm-up"]
+
+    assert asyncio.run(main(busy=True)) == [] and calls == []
+    assert asyncio.run(main(busy=False)) == [] and calls == ["system prompt"]
+    import sys
+    assert "pisces.modes.tui.highlight" in sys.modules and "pisces.core.session.prompt_input" in sys.modules

@@ -104,6 +104,9 @@ async def _serve(args: Any) -> int:
     for text in prompts:
         client.send({"type": "follow_up" if app.busy else "prompt", "message": text})
         app.busy = True
+    from pisces.modes.tui import warm  # noqa: PLC0415 - interactive only
+
+    warm.schedule(session, lambda: app.busy)
     try:
         await app.run()
     finally:

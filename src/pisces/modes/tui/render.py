@@ -50,12 +50,28 @@ def width_of(row: str) -> int:
     return sum(char_width(c) for c in visible(row))
 
 
+_FITTED: dict[tuple[str, int], str] = {}  # fit's answers for rows that are not plain ASCII (bounded)
+FIT_CACHE_ROWS = 512
+
+
 def fit(row: str, width: int) -> str:
     """``row`` cut to ``width`` columns (SGR sequences kept, a reset added when cut)."""
     if width <= 0:
         return ""
     if row.isascii() and "\x1b" not in row:  # the common case, one column a character
         return row[:width]
+    # the live region's styled rows (rules, editor, footer) come back unchanged frame after frame: measuring
+    # them a character at a time each frame was most of a frame's cost
+    key = (row, width)
+    done = _FITTED.get(key)
+    if done is None:
+        if len(_FITTED) >= FIT_CACHE_ROWS:
+            _FITTED.clear()
+        done = _FITTED[key] = _fit(row, width)
+    return done
+
+
+def _fit(row: str, width: int) -> str:
     out: list[str] = []
     used = 0
     pos = 0
