@@ -80,6 +80,7 @@ class App:
         self.command_usage: dict[str, str] = dict(COMMANDS)  # /name -> what it does and takes (the hint row)
         self.keymap = keymap if keymap is not None else Keymap()
         self.mcp = McpStatus()
+        self.kitty: Any = None  # kitty.Protocol: the keyboard flags, pushed when the terminal answers (run)
 
     # -- output ----------------------------------------------------------------------------------
     def _write(self, text: str) -> None:
@@ -547,12 +548,15 @@ class App:
     # -- the terminal --------------------------------------------------------------------------------------
     def suspend(self) -> None:
         self.renderer.clear_live()
-        self._write("\x1b[?2004l")
+        pushed = self.kitty is not None and self.kitty.pushed
+        self._write("\x1b[?2004l" + (self.kitty.pop() if self.kitty is not None else ""))
         term = getattr(self, "terminal_input", None)
         if term is not None:
             with term.cooked_mode():
                 os.kill(0, signal.SIGTSTP)  # the whole job stops (a wrapping script too), as with a real ^Z
         self._write("\x1b[?2004h")
+        if pushed:
+            self.kitty.push()
         self.resized()
 
     def resized(self) -> None:
@@ -565,20 +569,31 @@ class App:
         self.draw()
 
     async def run(self) -> None:
+        from pisces.modes.tui import kitty  # noqa: PLC0415 - interactive only
+
         inp = create_input(sys.stdin)
         self.terminal_input = inp
+        self.kitty = kitty.Protocol(inp, self._write)
         loop = asyncio.get_running_loop()
         flush: list[asyncio.TimerHandle] = []
+
+        def flush_keys() -> None:
+            held = self.kitty.flush()
+            parser: Any = getattr(inp, "vt100_parser", None)
+            if held and parser is not None:
+                parser.feed(held)  # half a sequence that never got its end
+            self.on_keys(inp.flush_keys())
 
         def readable() -> None:
             self.on_keys(inp.read_keys())
             # a lone Esc waits in the parser for what may follow it: after ESC_WAIT_S it is a key of its own
             for handle in flush:
                 handle.cancel()
-            flush[:] = [loop.call_later(ESC_WAIT_S, lambda: self.on_keys(inp.flush_keys()))]
+            flush[:] = [loop.call_later(ESC_WAIT_S, flush_keys)]
 
         with inp.raw_mode(), inp.attach(readable):
-            self._write("\x1b[?2004h")
+            # bracketed paste; and the kitty keyboard flags asked for (pushed when the terminal answers)
+            self._write("\x1b[?2004h" + self.kitty.query())
             loop.add_signal_handler(signal.SIGWINCH, self.resized)
             asyncio.ensure_future(self.refresh_state())
             self.draw()
@@ -598,7 +613,8 @@ class App:
             self.draw()
             self.renderer.clear_live()
         finally:
-            self._write("\x1b[?2004l\x1b[?2026l\x1b[0m\x1b[?25h\r\n")
+            pop = self.kitty.pop() if self.kitty is not None else ""  # the keyboard flags first
+            self._write(pop + "\x1b[?2004l\x1b[?2026l\x1b[0m\x1b[?25h\r\n")
 
 
 def fit_rows(rows: list[str], width: int) -> list[str]:
