@@ -1,6 +1,6 @@
 """The real ``pisces`` in tmux with the faux model, for the editor and the richer transcript: a large paste
 becomes a marker and is sent whole, ``\\`` + Enter and Shift+Enter (as the kitty protocol sends it) make new
-lines, the kill-ring, ``@`` fuzzy completion; consecutive reads grouped into one card, a retry counting down,
+lines, the kill-ring, the ``@`` fuzzy file list (arrows, Tab); consecutive reads grouped into one card, a retry counting down,
 and a theme file in pi's format applied."""
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ def test_paste_marker_new_lines_kill_ring_and_fuzzy_at(term):
     os.makedirs(os.path.join(term.cwd, "docs", "guide"))
     with open(os.path.join(term.cwd, "docs", "guide", "install_notes.md"), "w") as f:
         f.write("x")
+    with open(os.path.join(term.cwd, "docs", "instant_notes.txt"), "w") as f:
+        f.write("x")
     with open(os.path.join(term.cwd, ".gitignore"), "w") as f:
         f.write("ignored/\n")
     os.makedirs(os.path.join(term.cwd, "ignored"))
@@ -48,10 +50,15 @@ def test_paste_marker_new_lines_kill_ring_and_fuzzy_at(term):
     term.text("see ")
     paste(term, "\n".join(f"pasted row {i}" for i in range(30)))
     term.wait_for("[paste #1 +30 lines]")
-    term.text(" and @instnot")
-    term.keys("Tab")
+    term.text(" and @instnot")  # the @ list opens under the editor as the word is typed
+    screen = term.wait_for("  docs/guide/install_notes.md")  # second: the shorter path ranks first
+    assert "› docs/instant_notes.txt" in screen and "ignored/" not in screen
+    capture(term, "at-dropdown")
+    term.keys("Down")
+    term.wait_for("› docs/guide/install_notes.md")
+    term.keys("Tab")  # taken: the path in place of @instnot, the list closed
     screen = term.wait_for("@docs/guide/install_notes.md")
-    assert "ignored/" not in screen
+    assert "docs/instant_notes.txt" not in screen
     capture(term, "paste-marker")
     assert "› first line" in screen and "  second line" in screen
     term.keys("Enter")

@@ -19,6 +19,7 @@ from prompt_toolkit.keys import Keys
 
 from pisces.modes.tui.cards import McpStatus
 from pisces.modes.tui.complete import command_hint
+from pisces.modes.tui.dropdown import AtDropdown
 from pisces.modes.tui.editor import EditorOps
 from pisces.modes.tui.footer import footer_rows
 from pisces.modes.tui.keybindings import Keymap, key_id
@@ -80,6 +81,7 @@ class App:
         self.command_usage: dict[str, str] = dict(COMMANDS)  # /name -> what it does and takes (the hint row)
         self.keymap = keymap if keymap is not None else Keymap()
         self.mcp = McpStatus()
+        self.at = AtDropdown()  # the @ file list under the editor
         self.kitty: Any = None  # kitty.Protocol: the keyboard flags, pushed when the terminal answers (run)
 
     # -- output ----------------------------------------------------------------------------------
@@ -125,6 +127,7 @@ class App:
             for j, chunk in enumerate(chunks):
                 rows.append(("› " if i == 0 and j == 0 else "  ") + chunk)
         rows.append(style("─" * width, 2))
+        rows.extend(self.at.rows(width))
         hint = self.hint or command_hint(self.editor.text, self.command_usage)
         if hint:
             rows.append(style(hint, 2))
@@ -311,6 +314,8 @@ class App:
                 k = keys[i]
             try:
                 self.on_key(k, alt)
+                if self.dialog is None:
+                    self.at.update(self.editor)
             except Exception as exc:  # noqa: BLE001 - a key must never take the UI down
                 self.transcript.note(f"internal error: {exc}", 31)
             i += 1
@@ -331,6 +336,8 @@ class App:
             self.hint = ""
         buf = self.editor
         doc = buf.document
+        if self.at.open and key != Keys.BracketedPaste and self.at.key(action, buf):
+            return
         if key == Keys.BracketedPaste:
             self.edit.paste(k.data)
         elif self.edit.handle(action):
@@ -427,9 +434,11 @@ class App:
         if before.startswith("/") and " " not in before:
             choices = [n for n in commands if n.startswith(before)]
         elif word.startswith("@"):
-            from pisces.modes.tui.fuzzy_files import complete_at  # noqa: PLC0415 - the first @ Tab
-
-            complete_at(self, word)
+            self.at.update(self.editor, force=True)  # the list again (after Esc), or its only match taken
+            if len(self.at.choices) == 1:
+                self.at.accept(self.editor)
+            elif not self.at.open:
+                self.hint = f"no file matches {word}"
             return
         else:
             choices = complete_word(word, os.getcwd()) if word else []
