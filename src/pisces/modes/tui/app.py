@@ -27,11 +27,11 @@ from pisces.modes.tui.nav_commands import NAV_COMMANDS
 from pisces.modes.tui.render import Renderer, fit, style
 from pisces.modes.tui.sanitize import clean
 from pisces.modes.tui.transcript import Transcript
+from pisces.modes.tui.views import dialog_rows
 
 FRAME_S = 1 / 60
 ESC_WAIT_S = 0.05
 ESC_TWICE_S = 0.8  # two Esc within this on an empty editor while idle open the tree
-DIALOG_ROWS = 10  # options of a selector shown at once (the list scrolls with the choice)
 DIALOG_METHODS = ("select", "confirm", "input", "editor")
 COMMANDS = {
     "/model": "pick or set the model (/model provider/id)",
@@ -82,6 +82,7 @@ class App:
         self.keymap = keymap if keymap is not None else Keymap()
         self.mcp = McpStatus()
         self.at = AtDropdown()  # the @ file list under the editor
+        self.theme_watch: Any = None  # theme_watch.ThemeWatch of a custom theme file (main)
         self.kitty: Any = None  # kitty.Protocol: the keyboard flags, pushed when the terminal answers (run)
 
     # -- output ----------------------------------------------------------------------------------
@@ -96,6 +97,8 @@ class App:
     def draw(self) -> None:
         self._frame = None
         try:
+            if self.theme_watch is not None:
+                self.theme_watch.check()  # a custom theme file saved: the rows drawn from now on use it
             self._draw()
         except Exception as exc:  # noqa: BLE001 - a bug in a frame must not take the terminal down
             self.renderer.commit([f"pisces: the screen could not be drawn: {exc}"])
@@ -138,34 +141,8 @@ class App:
         self.renderer.flush()
 
     def _dialog_rows(self) -> list[str]:
-        d = self.dialog
-        assert d is not None
-        if "view" in d:  # a dialog that draws itself (views.py)
-            return list(d["view"].rows(self.renderer.width))
-        rows = [style("┌ " + d.get("title", ""), 1, 35)]
-        if d.get("message"):
-            rows.append(style("│ " + d["message"], 35))
-        rows.extend(d.get("body", []))
-        if d["method"] in ("select", "approval"):
-            opts, at = d["options"], d["index"]
-            first = max(0, min(at - DIALOG_ROWS // 2, len(opts) - DIALOG_ROWS))
-            if first > 0:
-                rows.append(style(f"│   … {first} more", 2))
-            for i in range(first, min(len(opts), first + DIALOG_ROWS)):
-                mark = "›" if i == at else " "
-                rows.append(style(f"│ {mark} {opts[i]}", 1 if i == at else 0))
-            if first + DIALOG_ROWS < len(opts):
-                rows.append(style(f"│   … {len(opts) - first - DIALOG_ROWS} more", 2))
-            rows.append(style("└ ↑/↓ choose · Enter pick · Esc cancel", 2))
-        elif d["method"] == "confirm":
-            rows.append(style("└ y yes · n no · Esc cancel", 2))
-        elif d["method"] == "approval_reason":
-            rows.append("│ why not: " + self.dialog_buffer.text + "█")
-            rows.append(style("└ Enter deny with this message · Esc cancel", 2))
-        else:
-            rows.append("│ " + self.dialog_buffer.text + "█")
-            rows.append(style("└ Enter submit · Esc cancel", 2))
-        return rows
+        assert self.dialog is not None
+        return dialog_rows(self.dialog, self.renderer.width, self.dialog_buffer.text)
 
     # -- frames from the host --------------------------------------------------------------------
     def on_delta(self, text: str, thinking: bool) -> None:

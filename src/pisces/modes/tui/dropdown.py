@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pisces.modes.tui.render import style
+from pisces.modes.tui.render import on_bg, style
 
 ROWS = 8
 
@@ -99,7 +99,7 @@ class AtDropdown:
         out = []
         for i in range(first, min(len(self.choices), first + ROWS)):
             if i == self.index:
-                out.append(style(f"› {self.choices[i]}", 1, 7))
+                out.append(on_bg(style(f"› {self.choices[i]}", 1), "selectedBg", 7))
             else:
                 out.append(style(f"  {self.choices[i]}", 2))
         more = len(self.choices) - min(len(self.choices), first + ROWS)

@@ -86,6 +86,12 @@ async def _serve(args: Any) -> int:
     theme.apply(colors)
     if theme_problem:
         app.transcript.note(theme_problem, 33)
+    watched = theme.theme_path(getattr(args, "themes", None), session.settings.get("theme"), agent_dir(),
+                               bool(getattr(args, "no_themes", False)))
+    if watched is not None and not theme_problem:
+        from pisces.modes.tui.theme_watch import ThemeWatch  # noqa: PLC0415 - a custom theme only
+
+        app.theme_watch = ThemeWatch(watched, lambda problem: app.transcript.note(problem, 33))
     host.attach(client)
     host.on_shutdown_request = app.done.set
     ended_by: list[int] = []

@@ -18,7 +18,7 @@ import time
 from typing import Any, Callable
 
 from pisces.modes.tui import cards
-from pisces.modes.tui.render import style, wrap
+from pisces.modes.tui.render import on_bg, style, wrap
 from pisces.modes.tui.sanitize import clean
 
 _INLINE = re.compile(r"(\*\*[^*]+\*\*|`[^`]+`)")
@@ -202,7 +202,8 @@ class Transcript:
         rows = []
         for line in clean(text).split("\n"):
             rows.extend(wrap(line, self.width - 2))
-        self.emit([""] + [style(("› " if i == 0 else "  ") + r, 1, 36) for i, r in enumerate(rows)] + [""])
+        self.emit([""] + [on_bg(style(("› " if i == 0 else "  ") + r, 1, 36), "userMessageBg", None, self.width)
+                          for i, r in enumerate(rows)] + [""])
 
     def _end_stream(self) -> None:
         if self.stream is not None:
@@ -299,7 +300,7 @@ class Transcript:
     def _tool_card(self, t: dict[str, Any], output: str, error: bool) -> None:
         name = t["name"]
         head = style(("✗ " if error else "● ") + name, 1, 31 if error else 32) + " " + style(t["summary"], 2)
-        rows = [head]
+        rows = [on_bg(head, "toolErrorBg" if error else "toolSuccessBg", None, self.width)]
         given = t.get("args")
         args: dict[str, Any] = given if isinstance(given, dict) else {}
         if name == "edit" and not error:
@@ -336,7 +337,8 @@ class Transcript:
             else:
                 rows.extend(self.stream.tail())
         for t in self.tools.values():
-            rows.append(style("◌ " + t["name"], 1, 33) + " " + style(t["summary"], 2))
+            rows.append(on_bg(style("◌ " + t["name"], 1, 33) + " " + style(t["summary"], 2), "toolPendingBg", None,
+                              self.width))
             sub = cards.subagent_rows(t.get("details"), self.width)
             if sub:
                 rows.extend(sub)
