@@ -31,6 +31,10 @@ def render(text: str, cols: int, rows: int) -> Image.Image:
                 fg = tuple(min(255, v + 30) for v in fg)
             if getattr(c, "italics", False) or (c.fg == "default" and False):
                 pass
+            back = COLOURS.get(c.bg) if c.bg != "default" else None
+            back = back or (_hex(c.bg) if c.bg != "default" else None)
+            if back is not None and not c.reverse:  # a theme's background (selectedBg, userMessageBg, ...)
+                draw.rectangle([8 + x * cw, 8 + y * ch, 8 + (x + 1) * cw, 8 + (y + 1) * ch], fill=back)
             if c.reverse:
                 draw.rectangle([8 + x * cw, 8 + y * ch, 8 + (x + 1) * cw, 8 + (y + 1) * ch], fill=fg)
                 fg = (30, 30, 30)

@@ -101,8 +101,8 @@ def test_tab_completes_commands_and_files(tmp_path, monkeypatch) -> None:
         app.editor.reset()
         typed(app, "look at @no")
         app.on_keys([KeyPress(Keys.ControlI, "\t")])
-        assert app.editor.text == "look at @notes.md"
-        typed(app, " and ./s")
+        assert app.editor.text == "look at @notes.md "  # a file taken from the @ list: a space after it
+        typed(app, "and ./s")
         app.on_keys([KeyPress(Keys.ControlI, "\t")])
         assert app.editor.text == "look at @notes.md and ./src/"
     run(body)

@@ -1,6 +1,6 @@
 """The real ``pisces`` in tmux with the faux model, for the editor and the richer transcript: a large paste
 becomes a marker and is sent whole, ``\\`` + Enter and Shift+Enter (as the kitty protocol sends it) make new
-lines, the kill-ring, ``@`` fuzzy completion; consecutive reads grouped into one card, a retry counting down,
+lines, the kill-ring, the ``@`` fuzzy file list (arrows, Tab); consecutive reads grouped into one card, a retry counting down,
 and a theme file in pi's format applied."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sys
+import time
 
 import pytest
 
@@ -34,6 +35,8 @@ def test_paste_marker_new_lines_kill_ring_and_fuzzy_at(term):
     os.makedirs(os.path.join(term.cwd, "docs", "guide"))
     with open(os.path.join(term.cwd, "docs", "guide", "install_notes.md"), "w") as f:
         f.write("x")
+    with open(os.path.join(term.cwd, "docs", "instant_notes.txt"), "w") as f:
+        f.write("x")
     with open(os.path.join(term.cwd, ".gitignore"), "w") as f:
         f.write("ignored/\n")
     os.makedirs(os.path.join(term.cwd, "ignored"))
@@ -48,10 +51,15 @@ def test_paste_marker_new_lines_kill_ring_and_fuzzy_at(term):
     term.text("see ")
     paste(term, "\n".join(f"pasted row {i}" for i in range(30)))
     term.wait_for("[paste #1 +30 lines]")
-    term.text(" and @instnot")
-    term.keys("Tab")
+    term.text(" and @instnot")  # the @ list opens under the editor as the word is typed
+    screen = term.wait_for("  docs/guide/install_notes.md")  # second: the shorter path ranks first
+    assert "› docs/instant_notes.txt" in screen and "ignored/" not in screen
+    capture(term, "at-dropdown")
+    term.keys("Down")
+    term.wait_for("› docs/guide/install_notes.md")
+    term.keys("Tab")  # taken: the path in place of @instnot, the list closed
     screen = term.wait_for("@docs/guide/install_notes.md")
-    assert "ignored/" not in screen
+    assert "docs/instant_notes.txt" not in screen
     capture(term, "paste-marker")
     assert "› first line" in screen and "  second line" in screen
     term.keys("Enter")
@@ -131,5 +139,52 @@ def test_mcp_servers_in_the_footer_and_the_mcp_command(term):
     with open(os.path.join(term.home.agent_dir, "mcp-stderr.log"), encoding="utf-8") as f:
         assert "crashing at start" in f.read()
     capture(term, "mcp")
+    term.keys("C-d")
+    assert stty_same(term)
+
+
+def test_theme_backgrounds_and_a_theme_file_reloaded_when_saved(term):
+    """pi's background colours drawn (a user message, a tool card, the chosen entry of the @ list), and the
+    theme file saved again while the UI runs: the next frame uses it (no polling: a key brings the frame)."""
+    with open(os.path.join(term.cwd, "a.py"), "w") as f:
+        f.write("one\n")
+    data = {"name": "bg", "vars": {"sel": 52}, "colors": {k: "" for k in theme.REQUIRED}}
+    data["colors"].update({"selectedBg": "sel", "userMessageBg": 17, "toolSuccessBg": 22, "muted": 244})
+    path = os.path.join(term.cwd, "bg-theme.json")
+    with open(path, "w") as f:
+        json.dump(data, f)
+    start(term, [{"toolCalls": [{"name": "bash", "arguments": {"command": "echo hi"}}]}, {"text": "done here"}],
+          "--theme", "bg-theme.json", "--approval-mode", "yolo")
+    term.text("hello there")
+    term.keys("Enter")
+    term.wait_for("done here", 60)
+    screen = term.screen(escapes=True)
+    user = next(line for line in screen.splitlines() if "hello there" in line)
+    assert "48;5;17" in user  # userMessageBg behind the user's message
+    card = next(line for line in screen.splitlines() if "echo hi" in line and "bash" in line)
+    assert "48;5;22" in card  # toolSuccessBg behind the finished tool card's head
+    term.text("@a.p")
+    screen = term.wait_for("› a.py")
+    chosen = next(line for line in term.screen(escapes=True).splitlines() if "a.py" in line and "›" in line)
+    assert "48;5;52" in chosen  # selectedBg (through a var) behind the chosen entry
+    capture(term, "theme-backgrounds")
+    term.keys("Escape")
+    data["colors"].update({"muted": 208, "selectedBg": 19})
+    with open(path + ".tmp", "w") as f:  # saved as editors do: a new file renamed over the old one
+        json.dump(data, f)
+    os.replace(path + ".tmp", path)
+    term.keys("BSpace")  # any key draws a frame, and the frame looks at the file
+    term.text("x")
+    deadline = time.monotonic() + 20
+    while "38;5;208" not in term.screen(escapes=True) and time.monotonic() < deadline:
+        term.text("x")  # (a key within CHECK_S of the last look brings a frame that does not look again)
+        time.sleep(0.3)
+    assert "38;5;208" in term.screen(escapes=True)  # the new muted colour (the footer, the rules)
+    with open(path, "w") as f:
+        f.write("{broken")
+    term.text("y")
+    term.wait_for("could not be read", 20)  # reported; the theme in use stays
+    assert "38;5;208" in term.screen(escapes=True)
+    term.keys("C-c")
     term.keys("C-d")
     assert stty_same(term)

@@ -20,6 +20,7 @@ from test_tui_app import FakeClient, typed
 from pisces.modes.tui import fuzzy_files
 from pisces.modes.tui.app import App
 from pisces.modes.tui.keybindings import Keymap
+from pisces.modes.tui.render import visible
 
 
 def make(keymap: Keymap | None = None) -> App:
@@ -124,17 +125,36 @@ def test_at_completion_is_fuzzy_bounded_and_honours_gitignore(tmp_path, monkeypa
 
     def body() -> None:
         app = make()
-        typed(app, "look at @rndtui")
-        key(app, Keys.ControlI, "\t")
-        assert app.editor.text == "look at @src/pisces/modes/render_tui.py"
+        typed(app, "look at @rndtui")  # the list opens as the @ word is typed, best match first
+        assert app.at.open and app.at.choices[0] == "src/pisces/modes/render_tui.py"
+        rows = [visible(r) for r in app.at.rows(60)]
+        assert rows[0] == "› src/pisces/modes/render_tui.py" and "Esc close" in rows[-1]
+        key(app, Keys.ControlI, "\t")  # Tab takes it; a file is followed by a space
+        assert app.editor.text == "look at @src/pisces/modes/render_tui.py " and not app.at.open
         app.editor.text = ""
         typed(app, "@re")
-        key(app, Keys.ControlI, "\t")
-        first = app.editor.text
-        assert first.startswith("@") and "Tab: next" in app.hint
-        key(app, Keys.ControlI, "\t")  # Tab again: the next match in the same place
-        assert app.editor.text != first and app.editor.text.startswith("@") and " " not in app.editor.text
-        typed(app, " @zzzz")
+        choices = list(app.at.choices)
+        assert len(choices) > 1 and app.at.index == 0
+        key(app, Keys.Down, "")
+        key(app, Keys.Down, "")
+        key(app, Keys.Up, "")  # arrows move in the list, not through the history
+        assert app.at.index == 1 and app.editor.text == "@re"
+        key(app, Keys.ControlM, "\r")  # Enter takes the one chosen (and sends nothing)
+        assert app.editor.text == "@" + choices[1] + ("" if choices[1].endswith("/") else " ")
+        assert app.client.sent == []
+        app.editor.text = ""
+        typed(app, "@src")
+        assert app.at.open
+        key(app, Keys.Escape, "\x1b")  # Esc closes the list only
+        assert not app.at.open and app.editor.text == "@src"
+        typed(app, "/")  # stays closed for that word while it is typed
+        assert not app.at.open
+        key(app, Keys.ControlI, "\t")  # Tab asks for it again
+        assert app.at.open and all("src/" in c for c in app.at.choices)
+        typed(app, " ")  # leaving the word closes it
+        assert not app.at.open
+        typed(app, "@zzzz")
+        assert not app.at.open
         key(app, Keys.ControlI, "\t")
         assert app.editor.text.endswith("@zzzz") and "no file matches" in app.hint
     in_loop(body)

@@ -19,6 +19,7 @@ from prompt_toolkit.keys import Keys
 
 from pisces.modes.tui.cards import McpStatus
 from pisces.modes.tui.complete import command_hint
+from pisces.modes.tui.dropdown import AtDropdown
 from pisces.modes.tui.editor import EditorOps
 from pisces.modes.tui.footer import footer_rows
 from pisces.modes.tui.keybindings import Keymap, key_id
@@ -26,11 +27,11 @@ from pisces.modes.tui.nav_commands import NAV_COMMANDS
 from pisces.modes.tui.render import Renderer, fit, style
 from pisces.modes.tui.sanitize import clean
 from pisces.modes.tui.transcript import Transcript
+from pisces.modes.tui.views import dialog_rows
 
 FRAME_S = 1 / 60
 ESC_WAIT_S = 0.05
 ESC_TWICE_S = 0.8  # two Esc within this on an empty editor while idle open the tree
-DIALOG_ROWS = 10  # options of a selector shown at once (the list scrolls with the choice)
 DIALOG_METHODS = ("select", "confirm", "input", "editor")
 COMMANDS = {
     "/model": "pick or set the model (/model provider/id)",
@@ -61,7 +62,7 @@ class App:
         self.client = client
         self.out = out
         self.renderer = Renderer(self._write, width, height)
-        self.transcript = Transcript(self.renderer.commit, width)
+        self.transcript = Transcript(self.renderer.commit, width, coalesce=True)
         self.editor = Buffer(multiline=True, history=history)
         self.edit = EditorOps(self.editor)  # kill-ring, paste markers, \ + Enter
         self.busy = False
@@ -80,6 +81,9 @@ class App:
         self.command_usage: dict[str, str] = dict(COMMANDS)  # /name -> what it does and takes (the hint row)
         self.keymap = keymap if keymap is not None else Keymap()
         self.mcp = McpStatus()
+        self.at = AtDropdown()  # the @ file list under the editor
+        self.theme_watch: Any = None  # theme_watch.ThemeWatch of a custom theme file (main)
+        self.kitty: Any = None  # kitty.Protocol: the keyboard flags, pushed when the terminal answers (run)
 
     # -- output ----------------------------------------------------------------------------------
     def _write(self, text: str) -> None:
@@ -93,6 +97,8 @@ class App:
     def draw(self) -> None:
         self._frame = None
         try:
+            if self.theme_watch is not None:
+                self.theme_watch.check()  # a custom theme file saved: the rows drawn from now on use it
             self._draw()
         except Exception as exc:  # noqa: BLE001 - a bug in a frame must not take the terminal down
             self.renderer.commit([f"pisces: the screen could not be drawn: {exc}"])
@@ -124,6 +130,7 @@ class App:
             for j, chunk in enumerate(chunks):
                 rows.append(("› " if i == 0 and j == 0 else "  ") + chunk)
         rows.append(style("─" * width, 2))
+        rows.extend(self.at.rows(width))
         hint = self.hint or command_hint(self.editor.text, self.command_usage)
         if hint:
             rows.append(style(hint, 2))
@@ -134,36 +141,16 @@ class App:
         self.renderer.flush()
 
     def _dialog_rows(self) -> list[str]:
-        d = self.dialog
-        assert d is not None
-        if "view" in d:  # a dialog that draws itself (views.py)
-            return list(d["view"].rows(self.renderer.width))
-        rows = [style("┌ " + d.get("title", ""), 1, 35)]
-        if d.get("message"):
-            rows.append(style("│ " + d["message"], 35))
-        rows.extend(d.get("body", []))
-        if d["method"] in ("select", "approval"):
-            opts, at = d["options"], d["index"]
-            first = max(0, min(at - DIALOG_ROWS // 2, len(opts) - DIALOG_ROWS))
-            if first > 0:
-                rows.append(style(f"│   … {first} more", 2))
-            for i in range(first, min(len(opts), first + DIALOG_ROWS)):
-                mark = "›" if i == at else " "
-                rows.append(style(f"│ {mark} {opts[i]}", 1 if i == at else 0))
-            if first + DIALOG_ROWS < len(opts):
-                rows.append(style(f"│   … {len(opts) - first - DIALOG_ROWS} more", 2))
-            rows.append(style("└ ↑/↓ choose · Enter pick · Esc cancel", 2))
-        elif d["method"] == "confirm":
-            rows.append(style("└ y yes · n no · Esc cancel", 2))
-        elif d["method"] == "approval_reason":
-            rows.append("│ why not: " + self.dialog_buffer.text + "█")
-            rows.append(style("└ Enter deny with this message · Esc cancel", 2))
-        else:
-            rows.append("│ " + self.dialog_buffer.text + "█")
-            rows.append(style("└ Enter submit · Esc cancel", 2))
-        return rows
+        assert self.dialog is not None
+        return dialog_rows(self.dialog, self.renderer.width, self.dialog_buffer.text)
 
     # -- frames from the host --------------------------------------------------------------------
+    def on_delta(self, text: str, thinking: bool) -> None:
+        """A streamed delta (the LocalClient's shortcut): collected, drawn with the next frame."""
+        self.transcript.delta(text, thinking)
+        if self._frame is None:
+            self.schedule()
+
     def on_frame(self, ev: dict[str, Any]) -> None:
         kind = ev.get("type")
         if kind == "agent_start":
@@ -304,6 +291,8 @@ class App:
                 k = keys[i]
             try:
                 self.on_key(k, alt)
+                if self.dialog is None:
+                    self.at.update(self.editor)
             except Exception as exc:  # noqa: BLE001 - a key must never take the UI down
                 self.transcript.note(f"internal error: {exc}", 31)
             i += 1
@@ -324,6 +313,8 @@ class App:
             self.hint = ""
         buf = self.editor
         doc = buf.document
+        if self.at.open and key != Keys.BracketedPaste and self.at.key(action, buf):
+            return
         if key == Keys.BracketedPaste:
             self.edit.paste(k.data)
         elif self.edit.handle(action):
@@ -420,9 +411,11 @@ class App:
         if before.startswith("/") and " " not in before:
             choices = [n for n in commands if n.startswith(before)]
         elif word.startswith("@"):
-            from pisces.modes.tui.fuzzy_files import complete_at  # noqa: PLC0415 - the first @ Tab
-
-            complete_at(self, word)
+            self.at.update(self.editor, force=True)  # the list again (after Esc), or its only match taken
+            if len(self.at.choices) == 1:
+                self.at.accept(self.editor)
+            elif not self.at.open:
+                self.hint = f"no file matches {word}"
             return
         else:
             choices = complete_word(word, os.getcwd()) if word else []
@@ -541,12 +534,15 @@ class App:
     # -- the terminal --------------------------------------------------------------------------------------
     def suspend(self) -> None:
         self.renderer.clear_live()
-        self._write("\x1b[?2004l")
+        pushed = self.kitty is not None and self.kitty.pushed
+        self._write("\x1b[?2004l" + (self.kitty.pop() if self.kitty is not None else ""))
         term = getattr(self, "terminal_input", None)
         if term is not None:
             with term.cooked_mode():
                 os.kill(0, signal.SIGTSTP)  # the whole job stops (a wrapping script too), as with a real ^Z
         self._write("\x1b[?2004h")
+        if pushed:
+            self.kitty.push()
         self.resized()
 
     def resized(self) -> None:
@@ -559,20 +555,31 @@ class App:
         self.draw()
 
     async def run(self) -> None:
+        from pisces.modes.tui import kitty  # noqa: PLC0415 - interactive only
+
         inp = create_input(sys.stdin)
         self.terminal_input = inp
+        self.kitty = kitty.Protocol(inp, self._write)
         loop = asyncio.get_running_loop()
         flush: list[asyncio.TimerHandle] = []
+
+        def flush_keys() -> None:
+            held = self.kitty.flush()
+            parser: Any = getattr(inp, "vt100_parser", None)
+            if held and parser is not None:
+                parser.feed(held)  # half a sequence that never got its end
+            self.on_keys(inp.flush_keys())
 
         def readable() -> None:
             self.on_keys(inp.read_keys())
             # a lone Esc waits in the parser for what may follow it: after ESC_WAIT_S it is a key of its own
             for handle in flush:
                 handle.cancel()
-            flush[:] = [loop.call_later(ESC_WAIT_S, lambda: self.on_keys(inp.flush_keys()))]
+            flush[:] = [loop.call_later(ESC_WAIT_S, flush_keys)]
 
         with inp.raw_mode(), inp.attach(readable):
-            self._write("\x1b[?2004h")
+            # bracketed paste; and the kitty keyboard flags asked for (pushed when the terminal answers)
+            self._write("\x1b[?2004h" + self.kitty.query())
             loop.add_signal_handler(signal.SIGWINCH, self.resized)
             asyncio.ensure_future(self.refresh_state())
             self.draw()
@@ -592,7 +599,8 @@ class App:
             self.draw()
             self.renderer.clear_live()
         finally:
-            self._write("\x1b[?2004l\x1b[?2026l\x1b[0m\x1b[?25h\r\n")
+            pop = self.kitty.pop() if self.kitty is not None else ""  # the keyboard flags first
+            self._write(pop + "\x1b[?2004l\x1b[?2026l\x1b[0m\x1b[?25h\r\n")
 
 
 def fit_rows(rows: list[str], width: int) -> list[str]:

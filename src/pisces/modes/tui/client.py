@@ -1,5 +1,10 @@
 """The TUI's link to the host: an in-process ``Client`` of ``pisces.modes.host`` that speaks the same frames
-as stdio and the web mode (the one command table, the one event stream). Frames arrive as dicts."""
+as stdio and the web mode (the one command table, the one event stream). Frames arrive as dicts.
+
+One shortcut: a streamed text or thinking delta handed to this client as the event itself (the host does so
+when the TUI is its only client) goes to ``on_delta`` as its text, without being encoded to JSON and decoded
+again; what arrives is what the frame's ``assistantMessageEvent.delta`` would hold. Without ``on_delta``, or
+for every other frame, the frame bytes are decoded as any client's."""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from typing import Any, Callable
 
 import msgspec
 
+from pisces.agent.types import MessageUpdateEvent
+from pisces.ai.types import TextDeltaEvent, ThinkingDeltaEvent
 from pisces.modes.host.encoding import DELTAS
 from pisces.modes.host.host import Client, Host
 
@@ -25,6 +32,16 @@ class LocalClient(Client):
         self.on_frame = on_frame
         self._ids = itertools.count(1)
         self._waiting: dict[str, asyncio.Future[Any]] = {}
+        self.on_delta: Callable[[str, bool], None] | None = None  # (text, thinking) of a streamed delta
+
+    def write(self, obj: Any) -> None:
+        if type(obj) is MessageUpdateEvent and self.on_delta is not None:
+            ame = obj.assistantMessageEvent
+            kind = type(ame)
+            if kind is TextDeltaEvent or kind is ThinkingDeltaEvent:
+                self.on_delta(ame.delta, kind is ThinkingDeltaEvent)
+                return
+        super().write(obj)
 
     def send_bytes(self, frame: bytes) -> None:
         try:

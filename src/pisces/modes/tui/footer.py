@@ -4,12 +4,50 @@ approval mode, extension statuses. Reads only what ``get_state``/``get_context_u
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from pisces.modes.tui.render import fit, style
 
+BRANCH_RECHECK_S = 2.0  # a directory without a repository is looked at again after this long
+_branch: dict[str, tuple[str | None, Any, float, str | None]] = {}  # cwd -> (HEAD path, its stat, when, branch)
+
 
 def git_branch(cwd: str) -> str | None:
+    """The branch checked out in ``cwd``'s repository. Cached: a frame costs one stat of ``.git/HEAD`` (the
+    branch read again when it changed), not a walk up the directories."""
+    seen = _branch.get(cwd)
+    if seen is not None:
+        head, stamp, when, branch = seen
+        if head is None:
+            if time.monotonic() - when < BRANCH_RECHECK_S:
+                return branch
+        else:
+            try:
+                if _stamp(head) == stamp:
+                    return branch
+            except OSError:
+                pass
+    head, branch = _find_branch(cwd)
+    stamp = None
+    if head is not None:
+        try:
+            stamp = _stamp(head)
+        except OSError:
+            head = None
+    if len(_branch) > 64:
+        _branch.clear()
+    _branch[cwd] = (head, stamp, time.monotonic(), branch)
+    return branch
+
+
+def _stamp(path: str) -> tuple[int, int, int]:
+    """What changes when git rewrites HEAD (it renames a new file over it: a new inode)."""
+    st = os.stat(path)
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _find_branch(cwd: str) -> tuple[str | None, str | None]:
     path = cwd
     for _ in range(40):
         head = os.path.join(path, ".git", "HEAD")
@@ -18,13 +56,13 @@ def git_branch(cwd: str) -> str | None:
                 with open(head, encoding="utf-8") as f:
                     ref = f.read(200).strip()
             except OSError:
-                return None
-            return ref.rsplit("/", 1)[-1] if ref.startswith("ref:") else ref[:8]
+                return None, None
+            return head, (ref.rsplit("/", 1)[-1] if ref.startswith("ref:") else ref[:8])
         parent = os.path.dirname(path)
         if parent == path:
-            return None
+            return None, None
         path = parent
-    return None
+    return None, None
 
 
 def footer_rows(state: dict[str, Any], usage: dict[str, Any], busy: bool, statuses: dict[str, str],

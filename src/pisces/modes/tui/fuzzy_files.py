@@ -1,5 +1,5 @@
-"""``@`` fuzzy file completion: Tab on ``@query`` puts the best matching path of the project in its place, and
-Tab again (with nothing typed in between) cycles through the next matches; the hint row lists them.
+"""``@`` fuzzy file completion: the project's files and folders ranked for ``@query`` (shown by
+``dropdown.AtDropdown`` under the editor).
 
 Guarantees (bounded on any tree): the walk honours ``.gitignore``, ``.ignore`` and git's excludes (the
 ripgrep-like walker of the grep/find tools), skips ``.git``, stops after MAX_FILES entries or MAX_WALK_S
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
 
 MAX_FILES = 20_000
 MAX_WALK_S = 1.0
@@ -73,33 +72,3 @@ def matches(query: str, paths: list[str]) -> list[str]:
     scored = [(s, p) for p in paths if (s := score(query, p)) is not None]
     scored.sort(key=lambda sp: (-sp[0], sp[1]))
     return [p for _, p in scored[:SHOWN]]
-
-
-def complete_at(app: Any, word: str) -> None:
-    """Tab on ``word`` (``@query``, just before the cursor) in ``app``'s editor."""
-    buf = app.editor
-    state = getattr(app, "_fuzzy", None)
-    if state is not None and state["text"] == buf.text and state["cursor"] == buf.cursor_position:
-        state["index"] = (state["index"] + 1) % len(state["choices"])
-        start = state["start"]
-    else:
-        choices = matches(word[1:], project_files(os.getcwd()))
-        if not choices:
-            app.hint = f"no file matches {word}"
-            app._fuzzy = None
-            return
-        start = buf.cursor_position - len(word)
-        state = {"choices": choices, "index": 0, "start": start}
-    choice = "@" + state["choices"][state["index"]]
-    text = buf.text
-    end = buf.cursor_position
-    buf.text = text[:start] + choice + text[end:]
-    buf.cursor_position = start + len(choice)
-    state["text"], state["cursor"] = buf.text, buf.cursor_position
-    app._fuzzy = state if len(state["choices"]) > 1 else None
-    if len(state["choices"]) > 1:
-        i = state["index"]
-        shown = state["choices"][i:i + 8]
-        app.hint = "Tab: next · " + "  ".join(shown) + ("  …" if len(state["choices"]) > i + 8 else "")
-    else:
-        app.hint = ""

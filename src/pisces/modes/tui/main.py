@@ -76,6 +76,7 @@ async def _serve(args: Any) -> int:
 
     keymap, problem = load_keymap(agent_dir())
     app = App(client, sys.stdout, width=size.columns, height=size.lines, history=_history(session), keymap=keymap)
+    client.on_delta = app.on_delta
     if problem:
         app.transcript.note(problem, 33)
     from pisces.modes.tui import theme  # noqa: PLC0415 - interactive only
@@ -85,6 +86,12 @@ async def _serve(args: Any) -> int:
     theme.apply(colors)
     if theme_problem:
         app.transcript.note(theme_problem, 33)
+    watched = theme.theme_path(getattr(args, "themes", None), session.settings.get("theme"), agent_dir(),
+                               bool(getattr(args, "no_themes", False)))
+    if watched is not None and not theme_problem:
+        from pisces.modes.tui.theme_watch import ThemeWatch  # noqa: PLC0415 - a custom theme only
+
+        app.theme_watch = ThemeWatch(watched, lambda problem: app.transcript.note(problem, 33))
     host.attach(client)
     host.on_shutdown_request = app.done.set
     ended_by: list[int] = []
@@ -103,6 +110,9 @@ async def _serve(args: Any) -> int:
     for text in prompts:
         client.send({"type": "follow_up" if app.busy else "prompt", "message": text})
         app.busy = True
+    from pisces.modes.tui import warm  # noqa: PLC0415 - interactive only
+
+    warm.schedule(session, lambda: app.busy)
     try:
         await app.run()
     finally:

@@ -35,6 +35,28 @@ def style(text: str, *codes: int | str) -> str:
     return f"\x1b[{';'.join(str(c) for c in codes)}m{text}{RESET}"
 
 
+def bg(role: str, fallback: int | str | None = None) -> tuple[int | str, ...]:
+    """The theme's background ``role`` (``selectedBg``, ``userMessageBg``, ...) as codes for ``style``;
+    ``fallback`` (e.g. 7, reverse video) when no theme gives one."""
+    code = PALETTE.get(role)
+    if code is not None:
+        return (code,)
+    return () if fallback is None else (fallback,)
+
+
+def on_bg(row: str, role: str, fallback: int | str | None = None, width: int = 0) -> str:
+    """``row`` (styled or not) drawn on the theme's background ``role`` (kept through the row's own resets),
+    padded with spaces to ``width`` columns when given; ``row`` unchanged without such a background."""
+    codes = bg(role, fallback)
+    if not codes:
+        return row
+    if PALETTE and fallback is not None and codes == (fallback,):
+        codes = (PALETTE.get(fallback, fallback),)
+    start = f"\x1b[{codes[0]}m"
+    pad = " " * max(0, width - width_of(row)) if width else ""
+    return start + row.replace(RESET, RESET + start) + pad + RESET
+
+
 def visible(row: str) -> str:
     return _SGR.sub("", row)
 
@@ -50,12 +72,28 @@ def width_of(row: str) -> int:
     return sum(char_width(c) for c in visible(row))
 
 
+_FITTED: dict[tuple[str, int], str] = {}  # fit's answers for rows that are not plain ASCII (bounded)
+FIT_CACHE_ROWS = 512
+
+
 def fit(row: str, width: int) -> str:
     """``row`` cut to ``width`` columns (SGR sequences kept, a reset added when cut)."""
     if width <= 0:
         return ""
     if row.isascii() and "\x1b" not in row:  # the common case, one column a character
         return row[:width]
+    # the live region's styled rows (rules, editor, footer) come back unchanged frame after frame: measuring
+    # them a character at a time each frame was most of a frame's cost
+    key = (row, width)
+    done = _FITTED.get(key)
+    if done is None:
+        if len(_FITTED) >= FIT_CACHE_ROWS:
+            _FITTED.clear()
+        done = _FITTED[key] = _fit(row, width)
+    return done
+
+
+def _fit(row: str, width: int) -> str:
     out: list[str] = []
     used = 0
     pos = 0

@@ -5,7 +5,9 @@ and ``light`` are built in; ``--theme PATH`` loads a file; the ``theme`` setting
 
 How it applies: the UI draws with a few basic SGR colours (31 error, 32 success, 33 warning, 36 accent, 35
 dialog border, 2 muted) and Pygments token roles; ``apply`` maps each to the theme's colour
-(``render.PALETTE``), so a theme recolours every row without the drawing code knowing about themes.
+(``render.PALETTE``), so a theme recolours every row without the drawing code knowing about themes. pi's
+backgrounds (``selectedBg``, ``userMessageBg``, ``toolPendingBg``/``toolSuccessBg``/``toolErrorBg``) are
+drawn where the UI asks for them with ``render.bg`` (a list's chosen entry, a user message, tool cards).
 
 Guarantees: a theme that is missing a required colour, names an unknown var, loops through vars, or cannot be
 read is refused with a message naming the problem, and the dark theme applies; files over 1 MiB are refused.
@@ -34,6 +36,8 @@ REQUIRED = (
 # the UI's basic codes -> the theme colour that replaces them
 ROLES: dict[int | str, str] = {31: "error", 32: "success", 33: "warning", 36: "accent", 35: "borderAccent",
                                2: "muted", 34: "mdLink"}
+# pi's background colours, drawn behind: the selected entry of a list, a user message, tool cards
+BACKGROUNDS = ("selectedBg", "userMessageBg", "customMessageBg", "toolPendingBg", "toolSuccessBg", "toolErrorBg")
 SYNTAX = ("syntaxKeyword", "syntaxFunction", "syntaxType", "syntaxString", "syntaxNumber", "syntaxComment",
           "syntaxOperator", "syntaxVariable", "syntaxPunctuation")
 
@@ -132,7 +136,21 @@ def palette(colors: dict[str, str | int], truecolor: bool) -> dict[int | str, st
         got = sgr(colors[role], truecolor)
         if got is not None:
             out[role] = got
+    for role in BACKGROUNDS:
+        got = sgr(colors[role], truecolor)
+        if got is not None:
+            out[role] = "48" + got[2:]  # the same colour as a background
     return out
+
+
+def theme_path(paths: list[str] | None, setting: Any, agent_dir: str, no_themes: bool = False) -> str | None:
+    """The file ``choose`` reads the theme from (None for a built-in): what a hot reload watches."""
+    if paths:
+        return paths[-1]
+    name = setting if isinstance(setting, str) and setting else "dark"
+    if name in BUILTIN or no_themes or "/" in name or name.startswith("."):
+        return None
+    return os.path.join(agent_dir, "themes", name + ".json")
 
 
 def read_theme_file(path: str) -> dict[str, Any]:

@@ -4,6 +4,10 @@ Guarantees: a streamed text block is committed row by row as soon as a row can n
 wrapping keeps every row but the last fixed, a closed paragraph or a code line is final), so what a delta
 costs depends on the unfinished row only, never on the length of the answer. Every text from outside is
 cleaned (``sanitize.clean``) before it is styled.
+
+With ``coalesce`` (the interactive App), streamed text deltas are only collected when they arrive
+(``delta``) and fed as one text at the next frame (``live``) or before anything else touches the transcript
+(another event, a note, a card): a delta then costs a list append, however fast the model streams.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import time
 from typing import Any, Callable
 
 from pisces.modes.tui import cards
-from pisces.modes.tui.render import style, wrap
+from pisces.modes.tui.render import on_bg, style, wrap
 from pisces.modes.tui.sanitize import clean
 
 _INLINE = re.compile(r"(\*\*[^*]+\*\*|`[^`]+`)")
@@ -132,8 +136,11 @@ def _result_text(result: Any) -> str:
 class Transcript:
     """Feeds on the host's event frames (dicts); finished rows go to ``emit``."""
 
-    def __init__(self, emit: Callable[[list[str]], None], width: int) -> None:
+    def __init__(self, emit: Callable[[list[str]], None], width: int, *, coalesce: bool = False) -> None:
         self._sink = emit
+        self.coalesce = coalesce
+        self._deltas: list[str] = []  # text deltas received, not yet fed (coalesce)
+        self._deltas_thinking = False
         self.group: list[dict[str, Any]] = []  # consecutive read/grep/find/ls calls, one card until closed
         self.retry: dict[str, Any] | None = None  # a retry waiting: until (monotonic), attempt, error
         self.todos: Any = None  # the session's todo phases (todo_update, get_state)
@@ -156,8 +163,26 @@ class Transcript:
         self._sink = sink
 
     def _emit(self, rows: list[str]) -> None:
+        if self._deltas:
+            self.flush_deltas()
         self.close_group()
         self._sink(rows)
+
+    def delta(self, text: str, thinking: bool = False) -> None:
+        """A streamed text (or thinking) delta; with ``coalesce`` kept until the next frame."""
+        if self._deltas and thinking != self._deltas_thinking:
+            self.flush_deltas()
+        self._deltas.append(text)
+        self._deltas_thinking = thinking
+        if not self.coalesce:
+            self.flush_deltas()
+
+    def flush_deltas(self) -> None:
+        """Feed the deltas collected so far, as one text."""
+        deltas, self._deltas = self._deltas, []
+        if deltas:
+            self._update({"type": "thinking_delta" if self._deltas_thinking else "text_delta",
+                          "delta": deltas[0] if len(deltas) == 1 else "".join(deltas)})
 
     def close_group(self) -> None:
         if self.group:
@@ -165,6 +190,7 @@ class Transcript:
             self._sink(cards.group_rows(group, self.width))
 
     def resize(self, width: int) -> None:
+        self.flush_deltas()
         self.width = width
         if self.stream is not None:
             self.stream.width = width
@@ -176,7 +202,8 @@ class Transcript:
         rows = []
         for line in clean(text).split("\n"):
             rows.extend(wrap(line, self.width - 2))
-        self.emit([""] + [style(("› " if i == 0 else "  ") + r, 1, 36) for i, r in enumerate(rows)] + [""])
+        self.emit([""] + [on_bg(style(("› " if i == 0 else "  ") + r, 1, 36), "userMessageBg", None, self.width)
+                          for i, r in enumerate(rows)] + [""])
 
     def _end_stream(self) -> None:
         if self.stream is not None:
@@ -189,8 +216,16 @@ class Transcript:
     def on_event(self, ev: dict[str, Any]) -> None:
         kind = ev.get("type")
         if kind == "message_update":
-            self._update(ev.get("assistantMessageEvent") or {})
-        elif kind == "message_start":
+            ae = ev.get("assistantMessageEvent") or {}
+            if ae.get("type") in ("text_delta", "thinking_delta"):
+                self.delta(str(ae.get("delta", "")), ae.get("type") == "thinking_delta")
+            else:
+                self.flush_deltas()
+                self._update(ae)
+            return
+        if self._deltas:
+            self.flush_deltas()
+        if kind == "message_start":
             msg = ev.get("message") or {}
             if msg.get("role") == "user":
                 self.user(_message_text(msg))
@@ -265,7 +300,7 @@ class Transcript:
     def _tool_card(self, t: dict[str, Any], output: str, error: bool) -> None:
         name = t["name"]
         head = style(("✗ " if error else "● ") + name, 1, 31 if error else 32) + " " + style(t["summary"], 2)
-        rows = [head]
+        rows = [on_bg(head, "toolErrorBg" if error else "toolSuccessBg", None, self.width)]
         given = t.get("args")
         args: dict[str, Any] = given if isinstance(given, dict) else {}
         if name == "edit" and not error:
@@ -293,6 +328,8 @@ class Transcript:
 
     def live(self) -> list[str]:
         """The rows of the live region above the editor: the streaming tail, running tools, status."""
+        if self._deltas:
+            self.flush_deltas()
         rows: list[str] = cards.group_rows(self.group, self.width) if self.group else []
         if self.stream is not None:
             if self.stream.thinking and not self.show_thinking:
@@ -300,7 +337,8 @@ class Transcript:
             else:
                 rows.extend(self.stream.tail())
         for t in self.tools.values():
-            rows.append(style("◌ " + t["name"], 1, 33) + " " + style(t["summary"], 2))
+            rows.append(on_bg(style("◌ " + t["name"], 1, 33) + " " + style(t["summary"], 2), "toolPendingBg", None,
+                              self.width))
             sub = cards.subagent_rows(t.get("details"), self.width)
             if sub:
                 rows.extend(sub)

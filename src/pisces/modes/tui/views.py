@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable
 
-from pisces.modes.tui.render import style
+from pisces.modes.tui.render import on_bg, style
 from pisces.modes.tui.sanitize import clean
 
 VISIBLE = 10  # rows of a list shown at once; the list scrolls with the choice
@@ -82,7 +82,8 @@ def window_rows(count: int, at: int, label: Callable[[int], str], size: int = VI
     if first > 0:
         rows.append(style(f"│   … {first} more", 2))
     for i in range(first, last):
-        rows.append(style(f"│ {'›' if i == at else ' '} {label(i)}", 1 if i == at else 0))
+        row = style(f"│ {'›' if i == at else ' '} {label(i)}", 1 if i == at else 0)
+        rows.append(on_bg(row, "selectedBg") if i == at else row)
     if last < count:
         rows.append(style(f"│   … {count - last} more", 2))
     return rows
@@ -146,3 +147,37 @@ class SearchSelect(View):
             self.query, self.index = self.query + " ".join(data.split()), 0
         elif len(data) == 1 and data.isprintable():
             self.query, self.index = self.query + data, 0
+
+
+DIALOG_ROWS = 10  # options of a selector shown at once (the list scrolls with the choice)
+
+
+def dialog_rows(d: dict[str, Any], width: int, typed: str) -> list[str]:
+    """The rows of an extension dialog or a tool approval (``d``, the App's dialog), ``typed`` its text."""
+    if "view" in d:  # a dialog that draws itself (views.py)
+        return list(d["view"].rows(width))
+    rows = [style("┌ " + d.get("title", ""), 1, 35)]
+    if d.get("message"):
+        rows.append(style("│ " + d["message"], 35))
+    rows.extend(d.get("body", []))
+    if d["method"] in ("select", "approval"):
+        opts, at = d["options"], d["index"]
+        first = max(0, min(at - DIALOG_ROWS // 2, len(opts) - DIALOG_ROWS))
+        if first > 0:
+            rows.append(style(f"│   … {first} more", 2))
+        for i in range(first, min(len(opts), first + DIALOG_ROWS)):
+            mark = "›" if i == at else " "
+            row = style(f"│ {mark} {opts[i]}", 1 if i == at else 0)
+            rows.append(on_bg(row, "selectedBg") if i == at else row)
+        if first + DIALOG_ROWS < len(opts):
+            rows.append(style(f"│   … {len(opts) - first - DIALOG_ROWS} more", 2))
+        rows.append(style("└ ↑/↓ choose · Enter pick · Esc cancel", 2))
+    elif d["method"] == "confirm":
+        rows.append(style("└ y yes · n no · Esc cancel", 2))
+    elif d["method"] == "approval_reason":
+        rows.append("│ why not: " + typed + "█")
+        rows.append(style("└ Enter deny with this message · Esc cancel", 2))
+    else:
+        rows.append("│ " + typed + "█")
+        rows.append(style("└ Enter submit · Esc cancel", 2))
+    return rows
