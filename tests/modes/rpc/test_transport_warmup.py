@@ -40,9 +40,9 @@ async def _until(predicate, seconds: float = 10.0) -> bool:
 async def test_a_command_for_the_model_starts_it_at_once(started, command):
     calls, done = started
     warm = transport_warmup.TransportWarmUp(lambda: "openai-completions", lambda: True)
-    warm.after_command(asyncio.get_running_loop(), {"type": "get_state"})
+    warm.on_command(asyncio.get_running_loop(), {"type": "get_state"})
     assert not warm.started  # get_state alone: wait for the server to be idle
-    warm.after_command(asyncio.get_running_loop(), {"type": command, "message": "hi"})
+    warm.on_command(asyncio.get_running_loop(), {"type": command, "message": "hi"})
     assert warm.started  # before any timer could fire
     assert await asyncio.to_thread(done.wait, 10)
     assert calls == ["openai-completions"]
@@ -53,8 +53,8 @@ async def test_other_commands_wait_until_none_is_in_flight(started):
     busy = [True]
     warm = transport_warmup.TransportWarmUp(lambda: "anthropic-messages", lambda: busy[0])
     loop = asyncio.get_running_loop()
-    warm.after_command(loop, {"type": "get_state"})
-    warm.after_command(loop, {"type": "export_html"})
+    warm.on_command(loop, {"type": "get_state"})
+    warm.on_command(loop, {"type": "export_html"})
     await asyncio.sleep(transport_warmup.IDLE_S * 10)  # an export in flight: many idle checks, no start
     assert not warm.started and not calls
     busy[0] = False
@@ -67,7 +67,7 @@ async def test_a_command_in_flight_postpones_it_for_max_delay_at_most(started, m
     calls, done = started
     monkeypatch.setattr(transport_warmup, "MAX_DELAY_S", 0.2)
     warm = transport_warmup.TransportWarmUp(lambda: "openai-completions", lambda: True)
-    warm.after_command(asyncio.get_running_loop(), {"type": "bash", "command": "sleep 100"})
+    warm.on_command(asyncio.get_running_loop(), {"type": "bash", "command": "sleep 100"})
     assert await _until(lambda: warm.started)
     assert await asyncio.to_thread(done.wait, 10)
 
@@ -75,7 +75,7 @@ async def test_a_command_in_flight_postpones_it_for_max_delay_at_most(started, m
 async def test_an_api_that_goes_through_its_sdk_starts_no_thread(started):
     calls, _ = started
     warm = transport_warmup.TransportWarmUp(lambda: "faux", lambda: False)
-    warm.after_command(asyncio.get_running_loop(), {"type": "prompt", "message": "hi"})
+    warm.on_command(asyncio.get_running_loop(), {"type": "prompt", "message": "hi"})
     assert warm.started
     await asyncio.sleep(0.05)
     assert calls == []

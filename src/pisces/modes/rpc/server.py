@@ -146,13 +146,13 @@ class RpcServer:
             if held is not None and not _is_answer(parsed[0]):
                 held.append(parsed)
                 continue
+            # Load what a prompt needs when it goes without the SDK (providers.direct): for a prompt at once, before
+            # it runs; else once the server is idle (transport_warmup), as spawn to get_state shares nothing with it.
+            transport.on_command(loop, parsed[0])
             if self.dispatch(*parsed):
                 # Let the command just started run up to its first real wait, so that a quick async command
                 # (switch_session, new_session, fork) is done before the next line is read, as in pi.
                 await asyncio.sleep(0)
-            # After the first command (spawn to get_state shares nothing with it): load what a prompt needs when
-            # it goes without the SDK (providers.direct), at once for a prompt, else once idle (transport_warmup).
-            transport.after_command(loop, parsed[0])
             if self._warmed_api != self._current_api():  # not warmed up for this model's API yet
                 self._schedule_warm_up(loop)
         await self.shutdown()

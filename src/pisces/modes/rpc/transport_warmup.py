@@ -3,10 +3,10 @@ and a TLS client, some 100-150 ms of interpreter time on a thread).
 
 A prompt sent right after start-up wants it loaded as early as possible; any other command wants the
 interpreter to itself (a thread importing modules holds the interpreter about half the time while both run:
-an ``export_html`` sent right after ``get_state`` took half as long again). So the thread starts at once for a
-command that leads to a model request (a prompt, steer, follow-up or compaction), and otherwise only once the
-server has been idle for ``IDLE_S``: no line read and no command in flight; a stream of commands postpones it
-for at most ``MAX_DELAY_S``. Once a process.
+an ``export_html`` sent right after ``get_state`` took half as long again). So the thread starts at once for
+a command that leads to a model request (a prompt, steer, follow-up or compaction), before that command
+runs, and otherwise only once the server has been idle for ``IDLE_S``: no line read and no command in
+flight; a stream of commands postpones it for at most ``MAX_DELAY_S``. Once a process.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ MAX_DELAY_S = 1.0  # a steady stream of commands postpones the warm-up for no lo
 
 
 class TransportWarmUp:
-    """``after_command`` after each command line is dispatched; ``api`` gives the current model's API and
+    """``on_command`` for each command line, before it is dispatched; ``api`` gives the current model's API and
     ``busy`` whether a command is still in flight."""
 
     def __init__(self, api: Callable[[], str], busy: Callable[[], bool]) -> None:
@@ -34,7 +34,8 @@ class TransportWarmUp:
         self._timer: asyncio.TimerHandle | None = None
         self._first = 0.0
 
-    def after_command(self, loop: asyncio.AbstractEventLoop, cmd: Any) -> None:
+    def on_command(self, loop: asyncio.AbstractEventLoop, cmd: Any) -> None:
+        """Before ``cmd`` (a command line's decoded object) is dispatched."""
         if self.started:
             return
         if isinstance(cmd, dict) and cmd.get("type") in MODEL_COMMANDS:
