@@ -112,7 +112,7 @@ class RpcServer:
         if settings.ignored_project_settings:  # the host learns what the untrusted project did not get
 
             self._emit(project_trust_event(settings.cwd, settings.project_path, settings.ignored_project_settings))
-        transport = TransportWarmUp(self._current_api, lambda: bool(self.host.tasks))
+        transport = TransportWarmUp(self._current_api)
         self._schedule_warm_up(loop)
         held: list[tuple[Any, str | None]] | None = None
         start: asyncio.Future[None] | None = None
@@ -147,8 +147,8 @@ class RpcServer:
                 held.append(parsed)
                 continue
             # Load what a prompt needs when it goes without the SDK (providers.direct): for a prompt at once, before
-            # it runs; else once the server is idle (transport_warmup), as spawn to get_state shares nothing with it.
-            transport.on_command(loop, parsed[0])
+            # it runs; for other commands only once idle (_warm_provider), not beside them (transport_warmup).
+            transport.on_command(parsed[0])
             if self.dispatch(*parsed):
                 # Let the command just started run up to its first real wait, so that a quick async command
                 # (switch_session, new_session, fork) is done before the next line is read, as in pi.
