@@ -24,20 +24,23 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
-import tempfile
 from dataclasses import replace
+from functools import cache
 from typing import Any, Awaitable, Callable
 
 from pisces.core.sandbox.policy import STRICTNESS, SandboxPolicy, check_mode, resolve
 
-# what a command prints when the kernel refused it something (EACCES, EPERM, EROFS, EXDEV of a refused rename)
-_BLOCKED = re.compile(r"Permission denied|Operation not permitted|Read-only file system|PermissionError|"
-                      r"EACCES|EPERM|Invalid cross-device link")
 
-_NET_BLOCKED = re.compile(r"Could not resolve host|Temporary failure in name resolution|Name or service not known|"
-                          r"Network is unreachable|getaddrinfo|nodename nor servname", re.I)
+@cache
+def _blocked_regexes() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(what a command prints when the kernel refused it something: EACCES, EPERM, EROFS, EXDEV of a refused
+    rename; what it prints when the network was refused). Compiled on the first confined command that failed,
+    not at start-up."""
+    return (re.compile(r"Permission denied|Operation not permitted|Read-only file system|PermissionError|"
+                       r"EACCES|EPERM|Invalid cross-device link"),
+            re.compile(r"Could not resolve host|Temporary failure in name resolution|Name or service not known|"
+                       r"Network is unreachable|getaddrinfo|nodename nor servname", re.I))
 
 Escalate = Callable[[str, str, str, Any], Awaitable["str | None"]]
 
@@ -196,8 +199,11 @@ class Sandbox:
         if self._parent is not None:
             return self._parent.temp_dir()
         if self._temp is None or not os.path.isdir(self._temp):
-            self._temp = tempfile.mkdtemp(prefix="pisces-sandbox-")
             import atexit  # noqa: PLC0415 - only when a confined command runs
+            import shutil  # noqa: PLC0415 - as atexit
+            import tempfile  # noqa: PLC0415 - as atexit
+
+            self._temp = tempfile.mkdtemp(prefix="pisces-sandbox-")
 
             atexit.register(shutil.rmtree, self._temp, True)
         return self._temp
@@ -307,9 +313,10 @@ def blocked_by_sandbox(output: str, exit_code: int | None, launch: Launch | None
     if exit_code in (0, None):
         return False
     tail = output[-20000:]
-    if _BLOCKED.search(tail) is not None:
+    blocked, net_blocked = _blocked_regexes()
+    if blocked.search(tail) is not None:
         return True
-    return launch is not None and not launch.policy.network and _NET_BLOCKED.search(tail) is not None
+    return launch is not None and not launch.policy.network and net_blocked.search(tail) is not None
 
 
 def blocked_reason(launch: Launch) -> str:

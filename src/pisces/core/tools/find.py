@@ -6,14 +6,14 @@ glob itself with fd's rules: a pattern without ``/`` is matched against the name
 against the absolute path (with ``**/`` put in front unless it starts with ``/`` or ``**/``); smart case
 (case-insensitive unless the pattern has a capital). A directory is listed, with a trailing ``/``, when it
 holds at least one file that is listed (fd would list empty ones too). Results are sorted by path.
+
+With rg, the listing is read while rg runs and simple name globs are matched a chunk at a time
+(:mod:`pisces.core.tools.find_rg`); everything else goes through :func:`match_listing` once rg is done.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import signal as _signal
-import subprocess
 import threading
 from typing import Any
 
@@ -22,6 +22,7 @@ from pisces.ai.abort import AbortSignal
 
 from ._common import OPERATION_ABORTED, check_aborted, number_param, run_abortable, text_result
 from ._walk import Glob, GlobError, Walker, path_sort_key
+from .find_rg import RgLister, directory_regex, regex_fits, simple_regex
 from .grep import RgBackedTool
 from .paths import resolve_to_cwd
 from .truncate import DEFAULT_MAX_BYTES, listing_result
@@ -94,7 +95,7 @@ def match_listing(listing: str, root: str, pattern: str) -> str:
         return ""
     glob, full_path = compile_find_pattern(pattern)
     keys = listing.replace("/", "\x00")
-    simple = _simple_regex(glob, keys) if not full_path else None
+    simple = simple_regex(glob, keys) if not full_path else None
     files: list[str] | None = None
     if simple is not None:
         hit_keys = simple.findall(keys)
@@ -112,47 +113,14 @@ def match_listing(listing: str, root: str, pattern: str) -> str:
     return "\n".join(hit_keys).replace("\x00", "/")
 
 
-def _simple_regex(glob: Glob, keys: str) -> re.Pattern[str] | None:
-    """A regular expression finding the keys (paths with ``/`` made NUL, one a line) whose name matches a
-    simple glob, exactly as :meth:`Glob.match` decides; None when there is none (a glob with classes or
-    alternatives, a literal holding a newline or a NUL, a case-insensitive glob over a listing that is not
-    ASCII: Unicode case folding is RE2's)."""
-    simple = glob.simple
-    if simple is None:
-        return None
-    kind, literal = simple
-    if not _regex_fits(literal, glob, keys):
-        return None
-    lit = re.escape(literal)
-    flags = re.MULTILINE | (re.IGNORECASE | re.ASCII if glob.ignore_case else 0)
-    if kind == "suffix":  # the literal holds no NUL: a line ending with it is a name ending with it
-        return re.compile(f"^[^\\n]*{lit}$", flags)
-    name = lit if kind == "exact" else f"{lit}[^\\n\\x00]*"
-    return re.compile(f"^(?:[^\\n]*\\x00)?{name}$", flags)
-
-
-# a longer literal is matched path by path: the regex may compare the literal at each position of a line, so
-# its time is bounded by the listing's length times the literal's (string methods: the listing's length)
-REGEX_LITERAL_MAX = 16
-
-
-def _regex_fits(literal: str, glob: Glob, keys: str) -> bool:
-    """Whether a simple glob's literal can be matched by a regex over the keys exactly as Glob.match does."""
-    return (len(literal) <= REGEX_LITERAL_MAX and "\n" not in literal and "\x00" not in literal
-            and not (glob.ignore_case and not keys.isascii()))
-
-
 def _a_directory_matches(glob: Glob, keys: str) -> bool:
     """False when no directory of a simple name glob's listing can match: a directory shows as a name
     followed by NUL (a ``/``) in the keys. True when it may, or the glob is not simple."""
     simple = glob.simple
-    if simple is None or not _regex_fits(simple[1], glob, keys):
+    if simple is None or not regex_fits(simple[1], glob, keys):
         return True
-    kind, literal = simple
-    lit = re.escape(literal)
-    name = {"suffix": lit, "exact": f"(?:^|\\x00){lit}", "prefix": f"(?:^|\\x00){lit}[^\\n\\x00]*"}[kind]
-    flags = re.MULTILINE | (re.IGNORECASE | re.ASCII if glob.ignore_case else 0)
-    return re.search(f"{name}\\x00", keys, flags) is not None
+    found = directory_regex(glob)
+    return found is not None and found.search(keys) is not None
 
 
 def _glob_hits(files: list[str], root: str, glob: Glob, full_path: bool) -> list[str]:
@@ -206,54 +174,6 @@ def _directories(files: list[str]) -> set[str]:
     return dirs
 
 
-class _RgLister:
-    """``rg --files`` run from a worker thread, with the matching after it on the same thread: no event-loop
-    round trip per chunk of the listing and no thread waiting for the child (what the asyncio subprocess
-    costs: about 5 ms of CPU on 50,000 paths). ``abort`` stops rg from any thread, even before it started."""
-
-    def __init__(self) -> None:
-        self.cancel = threading.Event()
-        self._procs: list[subprocess.Popen[bytes]] = []
-
-    def abort(self) -> None:
-        self.cancel.set()  # first: a process started after this line sees it, one started before is listed
-        for proc in list(self._procs):
-            _kill(proc)
-
-    def list_and_match(self, rg: str, root: str, pattern: str) -> str:
-        try:
-            proc = subprocess.Popen([rg, "--files", "--hidden", "--no-require-git", "--color=never"], cwd=root,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        except OSError as exc:
-            raise ToolError(f"Failed to run ripgrep: {exc.strerror or exc}") from None
-        self._procs.append(proc)
-        if self.cancel.is_set():
-            _kill(proc)
-        stdout, stderr = proc.communicate()
-        if self.cancel.is_set():
-            raise ToolError(OPERATION_ABORTED)
-        listing = _rg_listing(stdout)
-        if proc.returncode not in (0, 1) and not listing:
-            raise ToolError(stderr.decode("utf-8", "replace").strip() or f"rg exited with code {proc.returncode}")
-        return match_listing(listing, root, pattern)
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        proc.send_signal(_signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-
-
-def _rg_listing(stdout: bytes) -> str:
-    """What ``rg --files`` printed in the root, relative paths one a line, without a trailing newline."""
-    text = stdout.decode("utf-8", "surrogateescape")
-    # no per-line work unless a line is empty or starts with "./"
-    if "\n\n" in text or text.startswith("\n") or text.startswith("./") or "\n./" in text:
-        return "\n".join(line[2:] if line.startswith("./") else line for line in text.split("\n") if line)
-    return text[:-1] if text.endswith("\n") else text
-
-
 def _list_python(root: str, cancel: threading.Event) -> list[str]:
     start = len(root.rstrip("/")) + 1
     return [path[start:] for path, _ in Walker(root, require_git=False, cancel=cancel).walk()]
@@ -289,23 +209,26 @@ class FindTool(RgBackedTool):
             raise ToolError(f"Path not found: {root}")
         if not os.path.isdir(root):
             raise ToolError(f"[fd error]: Search path '{root}' is not a directory.")
-        compile_find_pattern(pattern)  # a bad pattern fails before any listing
-        results: str | list[str]
+        glob, full_path = compile_find_pattern(pattern)  # a bad pattern fails before any listing
         if self.rg_path:
-            lister = _RgLister()
+            lister = RgLister()
             remove = signal.add_listener(lister.abort) if signal is not None else (lambda: None)
+
+            def slow(listing: str) -> tuple[str, dict[str, Any] | None]:
+                return format_find(match_listing(listing, root, pattern), limit)
+
             try:
-                results = await run_abortable(signal, lister.list_and_match, self.rg_path, root, pattern,
-                                              cancel=lister.cancel)
+                text, details = await run_abortable(signal, lister.list_and_format, self.rg_path, root, glob,
+                                                    full_path, limit, slow, cancel=lister.cancel)
             finally:
                 remove()
         else:
             cancel = threading.Event()
             files = await run_abortable(signal, _list_python, root, cancel, cancel=cancel)
             results = await run_abortable(signal, match_paths_listing, files, root, pattern)
+            text, details = format_find(results, limit)
         if signal is not None and signal.aborted:
             raise ToolError(OPERATION_ABORTED)
-        text, details = format_find(results, limit)
         return text_result(text, details)
 
 

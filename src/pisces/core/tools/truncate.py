@@ -219,11 +219,13 @@ __all__ = [
 Notice = tuple[str, str, Any]  # (text shown to the model, details key, details value)
 
 
-def listing_result(text: str, limit: Notice | None = None, extra: Notice | None = None
-                   ) -> tuple[str, dict[str, Any] | None]:
+def listing_result(text: str, limit: Notice | None = None, extra: Notice | None = None, *,
+                   truncation: TruncationResult | None = None) -> tuple[str, dict[str, Any] | None]:
     """The result of a listing tool (grep, find, ls): ``text`` cut to 50KB from the top, then the notices
-    in pi's order (result limit, byte limit, ``extra``) in one bracket, with their details."""
-    trunc = truncate_head(text, max_lines=MAX_SAFE_INTEGER)
+    in pi's order (result limit, byte limit, ``extra``) in one bracket, with their details. ``truncation``,
+    when given, is ``truncate_head(text, max_lines=MAX_SAFE_INTEGER)`` computed by the caller (find cuts a
+    listing it never joins whole)."""
+    trunc = truncation if truncation is not None else truncate_head(text, max_lines=MAX_SAFE_INTEGER)
     notices: list[str] = []
     details: dict[str, Any] = {}
     if limit is not None:

@@ -13,11 +13,12 @@ import sys
 import threading
 from typing import Any
 
-from pisces.ai.providers import DIRECT_APIS, prepare, prepare_transport
+from pisces.ai.providers import prepare
 from pisces.core.config.trust import project_trust_event
 from pisces.modes.host.framing import parse_line
 from pisces.modes.host.host import ANSWER_TYPES, Client, Host, message
 from pisces.modes.rpc.output import FrameWriter
+from pisces.modes.rpc.transport_warmup import TransportWarmUp
 
 WARM_UP_IDLE_S = 0.1  # no line for this long: the agent is idle, time to import the model's SDK
 WARM_UP_MAX_DELAY_S = 1.0  # a steady stream of lines postpones that for no longer
@@ -111,7 +112,7 @@ class RpcServer:
         if settings.ignored_project_settings:  # the host learns what the untrusted project did not get
 
             self._emit(project_trust_event(settings.cwd, settings.project_path, settings.ignored_project_settings))
-        transport_warmed = False
+        transport = TransportWarmUp(self._current_api)
         self._schedule_warm_up(loop)
         held: list[tuple[Any, str | None]] | None = None
         start: asyncio.Future[None] | None = None
@@ -145,18 +146,13 @@ class RpcServer:
             if held is not None and not _is_answer(parsed[0]):
                 held.append(parsed)
                 continue
+            # Load what a prompt needs when it goes without the SDK (providers.direct): for a prompt at once, before
+            # it runs; for other commands only once idle (_warm_provider), not beside them (transport_warmup).
+            transport.on_command(parsed[0])
             if self.dispatch(*parsed):
                 # Let the command just started run up to its first real wait, so that a quick async command
                 # (switch_session, new_session, fork) is done before the next line is read, as in pi.
                 await asyncio.sleep(0)
-            if not transport_warmed:
-                # Once the first command is answered (spawn to get_state shares nothing with it): load what a
-                # prompt sent right away needs when it goes without the SDK (providers.direct).
-                transport_warmed = True
-                api = self._current_api()
-                if api in DIRECT_APIS:
-                    threading.Thread(target=prepare_transport, args=(api,), name="transport-warm-up",
-                                     daemon=True).start()
             if self._warmed_api != self._current_api():  # not warmed up for this model's API yet
                 self._schedule_warm_up(loop)
         await self.shutdown()
