@@ -406,3 +406,15 @@ async def test_every_subagent_run_goes_through_the_executor_interface(session, m
     assert json.loads(a["output"]) == {"done": "a"} and b["output"].endswith(" (via the executor)")
     with pytest.raises(ValueError, match="in-process subagent executor is .inprocess."):
         subagent.make_subagent_executor("ray", original)
+
+
+async def test_progress_shows_the_subagents_recent_output_as_it_streams(session):
+    from pisces.agent.types import ToolExecutionUpdateEvent
+
+    s = session()
+    reply = {"text": "alpha line\n\nbeta line", **submit("ok")}
+    await run(s, {"agent": "task", "tasks": one()}, {"T": [reply]})
+    shown = [p["recentOutput"] for e in s.events if isinstance(e, ToolExecutionUpdateEvent) and e.toolName == "task"
+             for p in (e.partialResult.details or {}).get("progress", []) if p.get("id") == "0-T"]
+    # newest line first, blank lines left out: what a host shows under the running task
+    assert ["beta line", "alpha line"] in shown, shown

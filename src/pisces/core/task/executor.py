@@ -28,7 +28,7 @@ from pisces.agent.types import (
 )
 from pisces.ai.abort import AbortSignal
 from pisces.ai.models import clamp_thinking_level
-from pisces.ai.types import AssistantMessage, TextContent
+from pisces.ai.types import AssistantMessage, TextContent, TextDeltaEvent
 from pisces.core.config.models_registry import parse_model_pattern
 from pisces.core.config.settings import Settings
 from pisces.core.errors import SessionError
@@ -253,7 +253,7 @@ def _on_child_event(ev: Any, child: Any, run: SubagentRun, host: TaskHost, state
         progress["recentOutput"] = []
     elif isinstance(ev, MessageUpdateEvent):
         delta = getattr(ev.assistantMessageEvent, "delta", None)
-        if getattr(ev.assistantMessageEvent, "type", None) == "text_delta" and isinstance(delta, str):
+        if isinstance(ev.assistantMessageEvent, TextDeltaEvent) and isinstance(delta, str):  # the tag is no attribute
             state.tail = (state.tail + delta)[-RECENT_OUTPUT_TAIL:]
             progress["recentOutput"] = [ln for ln in state.tail.split("\n") if ln.strip()][-8:][::-1]
     elif isinstance(ev, MessageEndEvent) and isinstance(ev.message, AssistantMessage):

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from pisces.ai.types import AssistantMessage
 from pisces.modes.host.encoding import DELTAS
 
 DEFAULT_REPLAY_BYTES = 8 * 1024 * 1024
@@ -94,7 +95,7 @@ class LiveState:
             self.streaming = event.message
         elif kind == "message_start":
             message = event.message
-            self.streaming = message if getattr(message, "role", None) == "assistant" else None
+            self.streaming = message if isinstance(message, AssistantMessage) else None  # role is a tag, no attribute
         elif kind == "message_end":
             self.streaming = None
         elif kind == "tool_execution_start":
