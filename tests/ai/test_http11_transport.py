@@ -530,6 +530,26 @@ async def test_tls_with_a_ca_trusted_through_verify_sends_sni_and_alpn(tmp_path)
                 await c.get(url)
 
 
+async def test_plain_http_never_builds_a_tls_context_and_https_builds_it_once(tmp_path):
+    async def handler(reader, writer, index):
+        while await srv.read_request(reader) is not None:
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+
+    async with RawServer(handler) as srv, client() as c:
+        assert (await c.get(srv.url + "/")).content == b"ok"
+        assert c._transport._tls is None  # a local model server on http: no trust store loaded
+    ca, cert, key = _certificates(tmp_path)
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+    async with RawServer(handler, server_ctx) as srv, client(verify=ssl.create_default_context(cafile=ca)) as c:
+        assert (await c.get(f"https://localhost:{srv.port}/")).content == b"ok"
+        built = c._transport._tls
+        assert built is not None
+        assert (await c.get(f"https://localhost:{srv.port}/")).content == b"ok"
+        assert c._transport._tls is built
+
+
 async def test_a_tls_handshake_that_never_comes_is_a_connect_timeout():
     async def handler(reader, writer, index):
         await reader.read()  # accepts the connection, never answers the ClientHello

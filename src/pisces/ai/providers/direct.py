@@ -231,12 +231,14 @@ def _new_client() -> Any:
 
 
 def prepare() -> None:
-    """For a thread at start-up: import httpx2 and build the client the first direct request will use (its
-    TLS trust store is most of a client's cost, and OpenSSL loads it without holding the interpreter). An
-    unused client belongs to no event loop yet; the first loop that sends takes it."""
+    """For a thread at start-up: import httpx2 and build the client the first direct request will use, then
+    its TLS context (the trust store is most of a client's cost; OpenSSL loads it without holding the
+    interpreter, and a request waiting for the client does not wait for it). An unused client belongs to no
+    event loop yet; the first loop that sends takes it."""
     done = threading.Event()
     with _prebuilt_lock:
         _preparing.append(done)
+    client = None
     try:
         client = _new_client()
         with _prebuilt_lock:
@@ -244,6 +246,11 @@ def prepare() -> None:
                 _prebuilt.append(client)
     finally:
         done.set()
+    # The first request can go now (to a server on plain http it needs nothing more); an https one finds the
+    # trust store loaded here, or waits for this thread's load of it.
+    warm_tls = getattr(getattr(client, "_transport", None), "warm_tls", None)
+    if warm_tls is not None:
+        warm_tls()
 
 
 async def _await_prepare() -> None:

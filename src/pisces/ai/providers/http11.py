@@ -47,6 +47,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import ssl
+import threading
 import urllib.request
 from typing import Any, AsyncIterator
 
@@ -94,14 +96,33 @@ class Http11Transport(httpx2.AsyncBaseTransport):
                  limits: httpx2.Limits | None = None) -> None:
         self.limits = limits or httpx2.Limits(max_connections=100, max_keepalive_connections=20)
         self.trust_env = trust_env
-        # httpx2's own context for these options (its trust store, SSL_CERT_FILE/DIR when trusting the env)
-        self.ssl_context = httpx2.create_ssl_context(verify=verify, cert=cert, trust_env=trust_env)
-        self.ssl_context.set_alpn_protocols(["http/1.1"])
+        self._tls_options = (verify, cert, trust_env)
+        self._tls: ssl.SSLContext | None = None
+        self._tls_lock = threading.Lock()
         self._fallback: httpx2.AsyncHTTPTransport | None = None
         self._idle: dict[tuple, list[Conn]] = {}
         self._open: set[Conn] = set()
         self._waiters: list[asyncio.Future] = []
         self._closed = False
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext:
+        """httpx2's own context for these options (its trust store, SSL_CERT_FILE/DIR when trusting the
+        environment), ALPN http/1.1. Built when first needed (an https connection; ``warm_tls`` on the
+        warm-up thread): loading the trust store is most of a client's cost, and a server on plain http
+        (a local model server) never needs it."""
+        if self._tls is None:
+            with self._tls_lock:
+                if self._tls is None:
+                    verify, cert, trust_env = self._tls_options
+                    context = httpx2.create_ssl_context(verify=verify, cert=cert, trust_env=trust_env)
+                    context.set_alpn_protocols(["http/1.1"])
+                    self._tls = context
+        return self._tls
+
+    def warm_tls(self) -> None:
+        """Build the TLS context now (for a thread: OpenSSL reads the trust store without the interpreter)."""
+        _ = self.ssl_context
 
     # -- httpx2.AsyncBaseTransport ---------------------------------------------------------------
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:

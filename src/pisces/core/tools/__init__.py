@@ -56,8 +56,12 @@ class LazyTool(AgentTool):
         return text if text is not None else self.load().description
 
     @property
-    def parameters(self) -> dict[str, Any]:  # type: ignore[override]  # read-only: reading it loads the tool
-        return self.load().parameters
+    def parameters(self) -> dict[str, Any]:  # type: ignore[override]  # read-only
+        """A built-in tool's schema from ``schemas`` (every request reads it: no tool module loaded for it)."""
+        from pisces.core.tools.schemas import BY_CLASS  # noqa: PLC0415 - a few dicts, first asked after start-up
+
+        schema = BY_CLASS.get(self._cls_name)
+        return schema if schema is not None else self.load().parameters
 
     def prepare_arguments(self, args: Any) -> Any:
         prepare = getattr(self.load(), "prepare_arguments", None)

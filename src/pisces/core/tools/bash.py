@@ -21,17 +21,8 @@ from pisces.core.tools.bash_exec import OutputAccumulator, OutputSnapshot, Shell
 from ._common import text_result
 from .backends import BackendError, ShellBackend
 from .descriptions import BASH_DESCRIPTION
+from .schemas import BASH_SCHEMA
 from .truncate import DEFAULT_MAX_BYTES, format_size, js_number
-
-BASH_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["command"],
-    "properties": {
-        "command": {"type": "string", "description": "Bash command to execute"},
-        "timeout": {"type": "number", "description": "Timeout in seconds (optional, no default timeout)"},
-    },
-}
-
 
 UPDATE_THROTTLE = 0.1  # seconds
 

@@ -44,37 +44,11 @@ from .paths import (
     resolve_to_cwd,
     write_error_message,
 )
+from .schemas import EDIT_SCHEMA
 
 if TYPE_CHECKING:
     from .backends import FileBackend
 
-EDIT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["path", "edits"],
-    "properties": {
-        "path": {"type": "string", "description": "Path to the file to edit (relative or absolute)"},
-        "edits": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["oldText", "newText"],
-                "properties": {
-                    "oldText": {
-                        "type": "string",
-                        "description": "Exact text for one targeted replacement. It must be unique in the original "
-                                       "file and must not overlap with any other edits[].oldText in the same call.",
-                    },
-                    "newText": {"type": "string", "description": "Replacement text for this targeted edit."},
-                },
-                "additionalProperties": False,
-            },
-            "description": "One or more targeted replacements. Each edit is matched against the original file, not "
-                           "incrementally. Do not include overlapping or nested edits. If two changes touch the same "
-                           "block or nearby lines, merge them into one edit instead.",
-        },
-    },
-    "additionalProperties": False,
-}
 
 
 def prepare_edit_arguments(args: Any) -> Any:

@@ -25,18 +25,8 @@ from ._walk import Glob, GlobError, Walker, path_sort_key
 from .find_rg import RgLister, directory_regex, regex_fits, simple_regex
 from .grep import RgBackedTool
 from .paths import resolve_to_cwd
+from .schemas import FIND_SCHEMA
 from .truncate import DEFAULT_MAX_BYTES, listing_result
-
-FIND_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["pattern"],
-    "properties": {
-        "pattern": {"type": "string",
-                    "description": "Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'"},
-        "path": {"type": "string", "description": "Directory to search in (default: current directory)"},
-        "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"},
-    },
-}
 
 DEFAULT_LIMIT = 1000
 

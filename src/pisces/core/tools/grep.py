@@ -29,23 +29,8 @@ from pisces.core.safe_open import NotRegularFileError, check_regular, open_regul
 from ._common import OPERATION_ABORTED, check_aborted, number_param, run_abortable, text_result
 from ._walk import Overrides, Walker, _error_text
 from .paths import refusal_message, resolve_to_cwd
+from .schemas import GREP_SCHEMA
 from .truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, listing_result, truncate_line
-
-GREP_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["pattern"],
-    "properties": {
-        "pattern": {"type": "string", "description": "Search pattern (regex or literal string)"},
-        "path": {"type": "string", "description": "Directory or file to search (default: current directory)"},
-        "glob": {"type": "string", "description": "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'"},
-        "ignoreCase": {"type": "boolean", "description": "Case-insensitive search (default: false)"},
-        "literal": {"type": "boolean",
-                    "description": "Treat pattern as literal string instead of regex (default: false)"},
-        "context": {"type": "number",
-                    "description": "Number of lines to show before and after each match (default: 0)"},
-        "limit": {"type": "number", "description": "Maximum number of matches to return (default: 100)"},
-    },
-}
 
 DEFAULT_LIMIT = 100
 

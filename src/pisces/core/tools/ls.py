@@ -17,15 +17,8 @@ from pisces.ai.abort import AbortSignal
 
 from ._common import number_param, run_abortable, text_result
 from .paths import node_error_message, resolve_to_cwd
+from .schemas import LS_SCHEMA
 from .truncate import DEFAULT_MAX_BYTES, listing_result
-
-LS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "Directory to list (default: current directory)"},
-        "limit": {"type": "number", "description": "Maximum number of entries to return (default: 500)"},
-    },
-}
 
 DEFAULT_LIMIT = 500
 

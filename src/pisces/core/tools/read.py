@@ -25,6 +25,7 @@ from pisces.core.safe_open import NotRegularFileError, open_regular
 from ._common import OPERATION_ABORTED, await_abortable, run_abortable, text_result
 from .descriptions import READ_DESCRIPTION
 from .paths import node_error_message, not_regular_message, resolve_read_path
+from .schemas import READ_SCHEMA
 from .truncate import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
@@ -38,15 +39,6 @@ from .truncate import (
 if TYPE_CHECKING:
     from .backends import FileBackend
 
-READ_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["path"],
-    "properties": {
-        "path": {"type": "string", "description": "Path to the file to read (relative or absolute)"},
-        "offset": {"type": "number", "description": "Line number to start reading from (1-indexed)"},
-        "limit": {"type": "number", "description": "Maximum number of lines to read"},
-    },
-}
 
 
 # An image whose base64 is this big is omitted (pi first tries to shrink it; see _image_content).

@@ -14,18 +14,11 @@ from pisces.core.safe_open import NotRegularFileError, write_atomic
 from ._common import await_abortable, check_aborted, run_abortable
 from .descriptions import WRITE_DESCRIPTION
 from .paths import file_mutation_queue, node_error_message, not_regular_message, resolve_to_cwd, write_error_message
+from .schemas import WRITE_SCHEMA
 
 if TYPE_CHECKING:
     from .backends import FileBackend
 
-WRITE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["path", "content"],
-    "properties": {
-        "path": {"type": "string", "description": "Path to the file to write (relative or absolute)"},
-        "content": {"type": "string", "description": "Content to write to the file"},
-    },
-}
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # written as U+FFFD, as Node does
