@@ -319,7 +319,67 @@ class _Parser:
             return [TextEndEvent(contentIndex=pos, content=block.text, partial=self.out)]
         return [ThinkingEndEvent(contentIndex=pos, content=block.thinking, partial=self.out)]
 
+    # -- what both readers do with a part, a finish and the usage -------------------------------------
+    def _text(self, text: str, thinking: bool, sig: str | None, events: list[Any]) -> None:
+        out = self.out
+        cur = self.current
+        if cur is None or thinking != isinstance(cur, ThinkingContent):
+            events.extend(self.close_block())
+            pos = len(out.content)
+            if thinking:
+                cur = ThinkingContent(thinking="")
+                events.append(ThinkingStartEvent(contentIndex=pos, partial=out))
+            else:
+                cur = TextContent(text="")
+                events.append(TextStartEvent(contentIndex=pos, partial=out))
+            out.content.append(cur)
+            self.current = cur
+        pos = len(out.content) - 1
+        if isinstance(cur, ThinkingContent):
+            append_thinking(cur, text)
+            if sig:
+                cur.thinkingSignature = sig
+            events.append(ThinkingDeltaEvent(contentIndex=pos, delta=text, partial=out))
+        else:
+            append_text(cur, text)
+            if sig:
+                cur.textSignature = sig
+            events.append(TextDeltaEvent(contentIndex=pos, delta=text, partial=out))
+
+    def _tool_call(self, name: str, call_id: Any, args: dict[str, Any], sig: str | None, events: list[Any]) -> None:
+        out = self.out
+        events.extend(self.close_block())
+        if not call_id or any(isinstance(b, ToolCall) and b.id == call_id for b in out.content):
+            _tool_call_counter[0] += 1
+            call_id = f"{name}_{int(time.time() * 1000)}_{_tool_call_counter[0]}"
+        tc = ToolCall(id=call_id, name=name, arguments=args)
+        if sig:
+            tc.thoughtSignature = sig
+        pos = len(out.content)
+        out.content.append(tc)
+        events.append(ToolCallStartEvent(contentIndex=pos, partial=out))
+        events.append(ToolCallDeltaEvent(contentIndex=pos, delta=json.dumps(args, ensure_ascii=False), partial=out))
+        events.append(ToolCallEndEvent(contentIndex=pos, toolCall=tc, partial=out))
+
+    def _finished(self, finish: str, message: str | None) -> None:
+        self.finish = finish
+        self.finish_message = message
+        reason = {"STOP": "stop", "MAX_TOKENS": "length"}.get(finish, "error")
+        if reason == "stop" and any(isinstance(b, ToolCall) for b in self.out.content):
+            reason = "toolUse"
+        self.out.stopReason = reason
+
+    def _usage(self, prompt: int, cached: int, candidates: int, thoughts: int) -> None:
+        usage = self.out.usage
+        usage.input = prompt - cached
+        usage.output = candidates + thoughts
+        usage.cacheRead = cached
+        usage.cacheWrite = 0
+        finish_usage(self.model, usage)
+
+    # -- the two readers ------------------------------------------------------------------------------
     def feed(self, chunk: Any) -> list[Any]:
+        """A chunk as google-genai's objects."""
         out = self.out
         events: list[Any] = []
         if getattr(chunk, "response_id", None) and not isinstance(out.responseId, str):
@@ -330,67 +390,20 @@ class _Parser:
         for part in (content.parts if content is not None and content.parts else []):
             sig = _sig_text(part.thought_signature)
             if part.text is not None:
-                thinking = part.thought is True
-                cur = self.current
-                if cur is None or thinking != isinstance(cur, ThinkingContent):
-                    events.extend(self.close_block())
-                    pos = len(out.content)
-                    if thinking:
-                        cur = ThinkingContent(thinking="")
-                        events.append(ThinkingStartEvent(contentIndex=pos, partial=out))
-                    else:
-                        cur = TextContent(text="")
-                        events.append(TextStartEvent(contentIndex=pos, partial=out))
-                    out.content.append(cur)
-                    self.current = cur
-                pos = len(out.content) - 1
-                if isinstance(cur, ThinkingContent):
-                    append_thinking(cur, part.text)
-                    if sig:
-                        cur.thinkingSignature = sig
-                    events.append(ThinkingDeltaEvent(contentIndex=pos, delta=part.text, partial=out))
-                else:
-                    append_text(cur, part.text)
-                    if sig:
-                        cur.textSignature = sig
-                    events.append(TextDeltaEvent(contentIndex=pos, delta=part.text, partial=out))
+                self._text(part.text, part.thought is True, sig, events)
             if part.function_call is not None:
-                events.extend(self.close_block())
                 fc = part.function_call
-                name = fc.name or ""
-                call_id = fc.id
-                if not call_id or any(isinstance(b, ToolCall) and b.id == call_id for b in out.content):
-                    _tool_call_counter[0] += 1
-                    call_id = f"{name}_{int(time.time() * 1000)}_{_tool_call_counter[0]}"
                 args = finite_json(fc.args) if isinstance(fc.args, dict) else {}  # the SDK reads NaN as a float
-                tc = ToolCall(id=call_id, name=name, arguments=args)
-                if sig:
-                    tc.thoughtSignature = sig
-                pos = len(out.content)
-                out.content.append(tc)
-                events.append(ToolCallStartEvent(contentIndex=pos, partial=out))
-                events.append(ToolCallDeltaEvent(contentIndex=pos, delta=json.dumps(args, ensure_ascii=False),
-                                                 partial=out))
-                events.append(ToolCallEndEvent(contentIndex=pos, toolCall=tc, partial=out))
+                self._tool_call(fc.name or "", fc.id, args, sig, events)
         if cand is not None and cand.finish_reason:
-            self.finish = _enum_name(cand.finish_reason)
-            self.finish_message = getattr(cand, "finish_message", None)
-            reason = {"STOP": "stop", "MAX_TOKENS": "length"}.get(self.finish, "error")
-            if reason == "stop" and any(isinstance(b, ToolCall) for b in out.content):
-                reason = "toolUse"
-            out.stopReason = reason
+            self._finished(_enum_name(cand.finish_reason), getattr(cand, "finish_message", None))
         feedback = getattr(chunk, "prompt_feedback", None)
         if feedback is not None and getattr(feedback, "block_reason", None):
             self.block_reason = _enum_name(feedback.block_reason)
         um = chunk.usage_metadata
         if um is not None:
-            usage = out.usage
-            cached = um.cached_content_token_count or 0
-            usage.input = (um.prompt_token_count or 0) - cached
-            usage.output = (um.candidates_token_count or 0) + (um.thoughts_token_count or 0)
-            usage.cacheRead = cached
-            usage.cacheWrite = 0
-            finish_usage(self.model, usage)
+            self._usage(um.prompt_token_count or 0, um.cached_content_token_count or 0,
+                        um.candidates_token_count or 0, um.thoughts_token_count or 0)
         return events
 
     def feed_json(self, chunk: Any) -> list[Any]:
@@ -416,69 +429,22 @@ class _Parser:
             sig = _sig_json(raw_sig) if raw_sig else None
             text = part.get("text")
             if isinstance(text, str):
-                thinking = part.get("thought") is True
-                cur = self.current
-                if cur is None or thinking != isinstance(cur, ThinkingContent):
-                    events.extend(self.close_block())
-                    pos = len(out.content)
-                    if thinking:
-                        cur = ThinkingContent(thinking="")
-                        events.append(ThinkingStartEvent(contentIndex=pos, partial=out))
-                    else:
-                        cur = TextContent(text="")
-                        events.append(TextStartEvent(contentIndex=pos, partial=out))
-                    out.content.append(cur)
-                    self.current = cur
-                pos = len(out.content) - 1
-                if isinstance(cur, ThinkingContent):
-                    append_thinking(cur, text)
-                    if sig:
-                        cur.thinkingSignature = sig
-                    events.append(ThinkingDeltaEvent(contentIndex=pos, delta=text, partial=out))
-                else:
-                    append_text(cur, text)
-                    if sig:
-                        cur.textSignature = sig
-                    events.append(TextDeltaEvent(contentIndex=pos, delta=text, partial=out))
+                self._text(text, part.get("thought") is True, sig, events)
             fc = part.get("functionCall")
             if isinstance(fc, dict):
-                events.extend(self.close_block())
-                name = fc.get("name") or ""
-                call_id = fc.get("id")
-                if not call_id or any(isinstance(b, ToolCall) and b.id == call_id for b in out.content):
-                    _tool_call_counter[0] += 1
-                    call_id = f"{name}_{int(time.time() * 1000)}_{_tool_call_counter[0]}"
                 raw_args = fc.get("args")
                 args = finite_json(raw_args) if isinstance(raw_args, dict) else {}
-                tc = ToolCall(id=call_id, name=name, arguments=args)
-                if sig:
-                    tc.thoughtSignature = sig
-                pos = len(out.content)
-                out.content.append(tc)
-                events.append(ToolCallStartEvent(contentIndex=pos, partial=out))
-                events.append(ToolCallDeltaEvent(contentIndex=pos, delta=json.dumps(args, ensure_ascii=False),
-                                                 partial=out))
-                events.append(ToolCallEndEvent(contentIndex=pos, toolCall=tc, partial=out))
+                self._tool_call(fc.get("name") or "", fc.get("id"), args, sig, events)
         finish = cand.get("finishReason") if cand is not None else None
         if finish:
-            self.finish = str(finish)
-            self.finish_message = None  # google-genai drops the Gemini API's finishMessage: worded as through it
-            reason = {"STOP": "stop", "MAX_TOKENS": "length"}.get(self.finish, "error")
-            if reason == "stop" and any(isinstance(b, ToolCall) for b in out.content):
-                reason = "toolUse"
-            out.stopReason = reason
+            self._finished(str(finish), None)  # google-genai drops the Gemini API's finishMessage: worded as through it
         feedback = chunk.get("promptFeedback")
         if isinstance(feedback, dict) and feedback.get("blockReason"):
             self.block_reason = str(feedback["blockReason"])
         um = chunk.get("usageMetadata")
         if isinstance(um, dict):
-            usage = out.usage
-            cached = um.get("cachedContentTokenCount") or 0
-            usage.input = (um.get("promptTokenCount") or 0) - cached
-            usage.output = (um.get("candidatesTokenCount") or 0) + (um.get("thoughtsTokenCount") or 0)
-            usage.cacheRead = cached
-            usage.cacheWrite = 0
-            finish_usage(self.model, usage)
+            self._usage(um.get("promptTokenCount") or 0, um.get("cachedContentTokenCount") or 0,
+                        um.get("candidatesTokenCount") or 0, um.get("thoughtsTokenCount") or 0)
         return events
 
     def failure(self) -> str | None:
