@@ -1,5 +1,5 @@
-"""When the RPC server loads the HTTP transport a direct request needs (``providers.prepare_transport``: httpx2
-and a TLS client, some 100-150 ms of interpreter time on a thread).
+"""When the RPC server loads the HTTP transport a direct request needs (``providers.prepare_transport``: httpx2,
+a client and then its TLS context, some 100-150 ms of interpreter time on a thread).
 
 A prompt sent right after start-up wants it loaded as early as possible; any other command wants the
 interpreter to itself (a thread importing modules holds the interpreter about half the time while both run:
