@@ -37,7 +37,9 @@ def _streamed(data: bytes, cuts: list[int], pattern: str, limit: int) -> tuple[s
 
 
 def _listing(paths: list[str]) -> bytes:
-    files = [p for p in paths if not any(q.startswith(p + "/") for q in paths)]
+    """The files among ``paths`` (a path some other path lies under is a directory), one a line, shuffled."""
+    dirs = {q[:i] for q in paths for i, ch in enumerate(q) if ch == "/"}
+    files = [p for p in paths if p not in dirs]
     random.Random(len(files)).shuffle(files)
     return "".join(f + "\n" for f in files).encode()
 
@@ -61,7 +63,7 @@ def test_streamed_small_listings_give_the_whole_listing_result(pattern, data):
         assert not listing.isascii() or any(glob.match(part) for line in lines for part in line.split("/")[:-1])
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize(("pattern", "limit"), [("*.py", 100_000), ("*.py", 1000), ("*.py", 700), ("f1*", 100_000),
                                                 ("f12.py", 1000), ("*.PY", 50), ("*.py", 5000),
                                                 ("*.py", 3000)])
