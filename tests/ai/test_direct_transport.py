@@ -164,3 +164,13 @@ def test_retry_delay_honours_the_server_then_backs_off():
     for taken, top in ((0, 0.5), (1, 1.0), (2, 2.0), (5, 8.0)):
         delay = direct.retry_delay(taken, _headers())
         assert top * 0.75 <= delay <= top
+
+
+@pytest.mark.parametrize("tls", [True, False])
+def test_prepare_builds_the_tls_context_only_when_asked(tls):
+    code = ("from pisces.ai.providers import direct; "
+            f"direct.prepare(tls={tls}); print(direct._prebuilt[0]._transport._tls is not None)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PISCES_", "HTTP", "HTTPS", "ALL_PROXY"))}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(tls)

@@ -16,8 +16,8 @@ def started(monkeypatch):
     calls: list[str] = []
     done = threading.Event()
 
-    def fake_prepare(api: str) -> None:
-        calls.append(api)
+    def fake_prepare(api: str, base_url: str | None = None) -> None:
+        calls.append(api if base_url is None else f"{api} {base_url}")
         done.set()
 
     monkeypatch.setattr(transport_warmup, "prepare_transport", fake_prepare)
@@ -45,3 +45,12 @@ def test_an_api_that_goes_through_its_sdk_starts_no_thread(started):
     warm.on_command({"type": "prompt", "message": "hi"})
     assert warm.started
     assert calls == []
+
+
+def test_the_thread_is_told_the_models_base_url(started):
+    # a plain-http server (a local model server) gets no TLS context built beside the next commands
+    calls, done = started
+    warm = transport_warmup.TransportWarmUp(lambda: "openai-completions", lambda: "http://127.0.0.1:8080/v1")
+    warm.on_command({"type": "prompt", "message": "hi"})
+    assert done.wait(10)
+    assert calls == ["openai-completions http://127.0.0.1:8080/v1"]

@@ -134,16 +134,17 @@ def warm_for_request(api: str) -> None:
 _transport_prepared: list[bool] = []  # one client serves every direct API: built once a process
 
 
-def prepare_transport(api: str) -> None:
+def prepare_transport(api: str, base_url: str | None = None) -> None:
     """For a thread: when ``api``'s requests go without its SDK (``direct``), load what they need (httpx2 and
-    a client), a fraction of the SDK's import; once a process. Nothing otherwise."""
+    a client, then its TLS context unless ``base_url`` is plain http), a fraction of the SDK's import; once a
+    process. Nothing otherwise."""
     if _transport_prepared or not _goes_direct(api):
         return
     _transport_prepared.append(True)
     try:
         from pisces.ai.providers import direct  # noqa: PLC0415 - as in _goes_direct
 
-        direct.prepare()
+        direct.prepare(tls=not (base_url or "").lower().startswith("http://"))
     except Exception:  # noqa: BLE001 - as in warm: the request reports it
         pass
 
@@ -151,17 +152,18 @@ def prepare_transport(api: str) -> None:
 _prepared: set[str] = set()
 
 
-def prepare(api: str) -> None:
+def prepare(api: str, base_url: str | None = None) -> None:
     """``warm``, then, once per API, let the provider module build what its first request would build
     (``prepare()``: an SDK client, whose construction loads the HTTP transport: another 40-60 ms).
     For the idle warm-up thread; ``stream`` itself only calls ``warm``. An API whose requests go without
-    the SDK (``direct``) gets its module and the transport's client instead: no SDK import."""
+    the SDK (``direct``) gets its module and the transport's client instead (its TLS context unless
+    ``base_url`` is plain http): no SDK import."""
     if _goes_direct(api):
         try:
             get_provider(api)
         except Exception:  # noqa: BLE001 - as in warm: the request reports it
             return
-        prepare_transport(api)
+        prepare_transport(api, base_url)
         return
     warm(api)
     if api in _prepared:

@@ -230,11 +230,12 @@ def _new_client() -> Any:
                               limits=limits, follow_redirects=True, transport=transport, **http_client_options())
 
 
-def prepare() -> None:
+def prepare(tls: bool = True) -> None:
     """For a thread at start-up: import httpx2 and build the client the first direct request will use, then
     its TLS context (the trust store is most of a client's cost; OpenSSL loads it without holding the
-    interpreter, and a request waiting for the client does not wait for it). An unused client belongs to no
-    event loop yet; the first loop that sends takes it."""
+    interpreter, and a request waiting for the client does not wait for it; ``tls=False`` for a server on plain
+    http, which never needs it: built anyway it would only take the interpreter from the next command). An
+    unused client belongs to no event loop yet; the first loop that sends takes it."""
     done = threading.Event()
     with _prebuilt_lock:
         _preparing.append(done)
@@ -249,7 +250,7 @@ def prepare() -> None:
     # The first request can go now (to a server on plain http it needs nothing more); an https one finds the
     # trust store loaded here, or waits for this thread's load of it.
     warm_tls = getattr(getattr(client, "_transport", None), "warm_tls", None)
-    if warm_tls is not None:
+    if tls and warm_tls is not None:
         warm_tls()
 
 

@@ -112,7 +112,7 @@ class RpcServer:
         if settings.ignored_project_settings:  # the host learns what the untrusted project did not get
 
             self._emit(project_trust_event(settings.cwd, settings.project_path, settings.ignored_project_settings))
-        transport = TransportWarmUp(self._current_api)
+        transport = TransportWarmUp(self._current_api, self._current_base_url)
         self._schedule_warm_up(loop)
         held: list[tuple[Any, str | None]] | None = None
         start: asyncio.Future[None] | None = None
@@ -194,12 +194,16 @@ class RpcServer:
         first = self._warmed_api is None
         self._warmed_api = api
         if api:
-            threading.Thread(target=prepare, args=(api,), name="sdk-warm-up", daemon=True).start()
+            threading.Thread(target=prepare, args=(api, self._current_base_url()), name="sdk-warm-up",
+                             daemon=True).start()
         if first:
             asyncio.get_running_loop().call_soon(self.session.prepare_first_prompt)
 
     def _current_api(self) -> str:
         return getattr(self.session.model, "api", None) or ""
+
+    def _current_base_url(self) -> str | None:
+        return getattr(self.session.model, "baseUrl", None)
 
     async def shutdown(self) -> None:
         """stdin closed (or an extension asked): end open dialogs and host tool calls, stop work in flight,

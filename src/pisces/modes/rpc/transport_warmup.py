@@ -22,10 +22,12 @@ MODEL_COMMANDS = frozenset({"prompt", "steer", "follow_up", "compact"})
 
 
 class TransportWarmUp:
-    """``on_command`` for each command line, before it is dispatched; ``api`` gives the current model's API."""
+    """``on_command`` for each command line, before it is dispatched; ``api`` gives the current model's API and
+    ``base_url`` its base URL (a plain-http server gets no TLS context built)."""
 
-    def __init__(self, api: Callable[[], str]) -> None:
+    def __init__(self, api: Callable[[], str], base_url: Callable[[], str | None] = lambda: None) -> None:
         self._api = api
+        self._base_url = base_url
         self.started = False
 
     def on_command(self, cmd: Any) -> None:
@@ -36,7 +38,8 @@ class TransportWarmUp:
         self.started = True
         api = self._api()
         if api in DIRECT_APIS:
-            threading.Thread(target=prepare_transport, args=(api,), name="transport-warm-up", daemon=True).start()
+            threading.Thread(target=prepare_transport, args=(api, self._base_url()), name="transport-warm-up",
+                             daemon=True).start()
 
 
 __all__ = ["TransportWarmUp", "MODEL_COMMANDS"]
