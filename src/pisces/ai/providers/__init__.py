@@ -159,10 +159,7 @@ def prepare(api: str, base_url: str | None = None) -> None:
     the SDK (``direct``) gets its module and the transport's client instead (its TLS context unless
     ``base_url`` is plain http): no SDK import."""
     if _goes_direct(api):
-        try:
-            get_provider(api)
-        except Exception:  # noqa: BLE001 - as in warm: the request reports it
-            return
+        warm_for_request(api)
         prepare_transport(api, base_url)
         return
     warm(api)

@@ -2,8 +2,9 @@
 
 Guarantees: it runs once, WARM_S after the editor is first drawn, and only if no reply has started by then
 (a prompt sent straight away loads what it needs itself, and a warm-up beside a stream would take the
-interpreter from it). On one short-lived thread: the provider module and, for the APIs whose requests go
-without their SDK (``providers.direct``), the HTTP client with its TLS trust store (no SDK is imported: an
+interpreter from it). On one short-lived thread, for the APIs whose requests go without their SDK
+(``providers.direct``): the provider module and the HTTP client, with its TLS trust store when the model's
+server is https, as the RPC server's idle warm-up loads them (``providers.prepare``; no SDK is imported: an
 SDK import holds the interpreter for hundreds of milliseconds, which the keys being typed would feel); the
 modules the first prompt imports; the code highlighter the first code fence needs. On the loop: the system
 prompt. No timer is left behind: idle stays at zero wake-ups.
@@ -31,21 +32,22 @@ def schedule(session: Any, busy: Callable[[], bool]) -> asyncio.TimerHandle:
 def _warm(session: Any, busy: Callable[[], bool]) -> None:
     if busy():
         return
-    api = str(getattr(getattr(session, "model", None), "api", "") or "")
-    threading.Thread(target=_load, args=(api,), name="tui-warm-up", daemon=True).start()
+    model = getattr(session, "model", None)
+    api = str(getattr(model, "api", "") or "")
+    threading.Thread(target=_load, args=(api, getattr(model, "baseUrl", None)), name="tui-warm-up",
+                     daemon=True).start()
     try:
         session.prepare_first_prompt()
     except Exception:  # noqa: BLE001 - the prompt builds it again and reports a real failure
         pass
 
 
-def _load(api: str) -> None:
-    from pisces.ai.providers import DIRECT_APIS, get_provider, prepare_transport  # noqa: PLC0415 - the warm-up
+def _load(api: str, base_url: str | None = None) -> None:
+    from pisces.ai.providers import DIRECT_APIS, prepare  # noqa: PLC0415 - the warm-up
 
-    if api in DIRECT_APIS:
+    if api in DIRECT_APIS:  # the RPC server's idle warm-up, which imports no SDK for these APIs
         try:
-            get_provider(api)
-            prepare_transport(api)
+            prepare(api, base_url)
         except Exception:  # noqa: BLE001 - the request reports a real failure
             pass
     for name in FIRST_PROMPT_MODULES:
