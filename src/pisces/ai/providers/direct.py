@@ -85,15 +85,6 @@ def mode() -> str:
     return value if value in ("sdk", "direct") else "auto"
 
 
-def sdk_ready(name: str) -> bool:
-    """The SDK module is imported and initialised (not halfway through the warm-up thread's import)."""
-    module = sys.modules.get(name)
-    if module is None:
-        return False
-    spec = getattr(module, "__spec__", None)
-    return not getattr(spec, "_initializing", False)
-
-
 def use_direct(sdk: str) -> bool:
     """Send this request directly: the setting does not ask for the SDK, and the SDK's package version, and
     for Anthropic its API version, can be read without importing it. Whether the SDK happens to be imported
