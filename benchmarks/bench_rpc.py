@@ -216,12 +216,45 @@ def streamed_reply(h: RpcHarness, spec: AgentSpec, words: int, warm: bool = Fals
         with a.cond:
             recs = a.records[start:]
             outs = a.out[first_out:]
-        out_bytes = sum(len(r["line"].encode()) + 1 for r in recs if r["dir"] == "out")
+        out_bytes = sum(r["bytes"] for r in recs if r["dir"] == "out")
         updates = sum(1 for o in outs if o.get("type") == "message_update")
     finally:
         a.close()
     return {"reply_ms": ms, "stdout_bytes": out_bytes, "message_updates": updates,
             "rss_after_kb": a.rusage.ru_maxrss}
+
+
+def reader_floor(h: RpcHarness, words: int, reps: int) -> list[float]:
+    """Milliseconds this benchmark's reader (``_agent.Agent``) takes to parse pisces' frames of a ``words``-chunk
+    second reply when they come from ``cat`` instead of an agent, spawn of cat included: the share of a reply's
+    figure that is the instrument's own work, and so the least any agent could show with it on this machine."""
+    spec = next(s for s in h.agents if s.name == "pisces")
+    h.llm.set_script([{"text": "ok"}, {"words": words, "usage": {"prompt_tokens": 1500, "completion_tokens": words}}])
+    recorded = h.tmp / "reply-frames.jsonl"
+    a = h.drive.Agent(spec.cmd, h.cwd, dict(h.env), tee=str(recorded))
+    try:
+        h.ok(a.request({"type": "get_state"}, 60))
+        warm_up_prompt(h, a)
+        with a.cond:
+            first_out = len(a.out)
+        a.send({"id": "p", "type": "prompt", "message": f"Write {words} words"})
+        a.wait(lambda o: o.get("type") == "agent_end", 120, since=first_out)
+    finally:
+        a.close()
+    data = recorded.read_bytes()
+    cut = data.index(b'{"type":"agent_end"')  # the warm-up's end; the second reply starts on the next line
+    reply = recorded.with_name("reply-only.jsonl")
+    reply.write_bytes(data[data.index(b"\n", cut) + 1:])
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        r = h.drive.Agent(["cat", str(reply)], h.cwd, dict(h.env))
+        try:
+            r.wait(lambda o: o.get("type") == "agent_end", 60)
+            out.append((time.perf_counter() - t) * 1000)
+        finally:
+            r.close()
+    return out
 
 
 IDLE_S = 1.0  # the pause before the first prompt in the "after start-up" figure
@@ -266,6 +299,16 @@ def run(cfg: Config, res: Results, harness: RpcHarness) -> None:
     d = h.alternate(cfg.rounds, lambda s: streamed_reply(h, s, words, warm=True))
     res.add(h.figure(d, "reply_ms", "rpc_reply_warm_ms", f"{words}-chunk reply, second prompt of the process",
                      "ms"))
+    if "pisces" in d and d["pisces"].get("reply_ms"):
+        cfg.log(f"rpc: this reader alone on pisces' {words}-chunk reply, replayed by cat ({cfg.rounds} reps)")
+        try:
+            floor = reader_floor(h, words, cfg.rounds)
+            res.add(Figure("rpc_reader_floor_ms", f"{words}-chunk reply: this benchmark's reader alone, the same "
+                           "frames from cat (ratio: to pi's second prompt)", "ms", floor,
+                           ref=d.get("pi", {}).get("reply_ms"), ref_name="pi's second prompt",
+                           ref_missing="" if "pi" in d else h.pi_missing))
+        except Exception as exc:
+            res.skip("rpc_reader_floor_ms", f"{words}-chunk reply: the reader alone", f"{type(exc).__name__}: {exc}")
     cfg.log(f"rpc: {words}-chunk reply from the faux model, pisces alone ({cfg.rounds} reps)")
     try:
         fx = run_faux(cfg.rounds, words)["samples"]

@@ -39,7 +39,8 @@ def test_runner_tiny_json_has_expected_keys(runner, tmp_path, capsys):
     expected = {"list_sessions_ms", "session_open_ms", "grep_ms", "find_ms", "compaction_prepare_ms",
                 "export_file_ms", "rpc_startup_ms", "rpc_idle_rss_kib", "rpc_reply_ms", "rpc_reply_after_idle_ms",
                 "rpc_stdout_bytes", "rpc_stdout_bytes_lean", "rpc_stdout_bytes_deltas", "rpc_rss_after_reply_kib",
-                "rpc_switch_session_ms", "rpc_export_html_ms", "rpc_compact_ms", "rpc_grep_tool_ms"}
+                "rpc_switch_session_ms", "rpc_export_html_ms", "rpc_compact_ms", "rpc_grep_tool_ms",
+                "rpc_reply_warm_ms", "rpc_reader_floor_ms"}
     assert expected <= set(saved["figures"]), sorted(expected - set(saved["figures"]))
     for key in expected:
         fig = saved["figures"][key]
@@ -52,6 +53,35 @@ def test_runner_tiny_json_has_expected_keys(runner, tmp_path, capsys):
     assert "not_measured" in saved and "notes" in saved
     table = capsys.readouterr().out
     assert "pisces/pi" in table and "n/a" in table
+    # the reader alone parsed the same frames as the second prompt's reply produced
+    assert saved["figures"]["rpc_reader_floor_ms"]["ref_missing"] == "--no-pi"
+
+
+def test_reader_keeps_sizes_and_slims_snapshots(runner, tmp_path):
+    """The benchmarks' reader parses every frame, keeps each one's size and arrival, keeps message_update
+    frames without their snapshots, and copies the bytes to ``tee`` unchanged."""
+    from benchmarks import _agent
+
+    snapshot = {"role": "assistant", "content": [{"type": "text", "text": "é" * 50}]}
+    frames = [{"type": "agent_start"},
+              {"type": "message_update", "message": snapshot,
+               "assistantMessageEvent": {"type": "text_delta", "contentIndex": 0, "delta": "é", "partial": snapshot}},
+              {"type": "agent_end", "messages": [snapshot]}]
+    data = b"".join(json.dumps(f, ensure_ascii=False).encode() + b"\n" for f in frames) + b"not json\n"
+    src, tee = tmp_path / "frames.jsonl", tmp_path / "tee.jsonl"
+    src.write_bytes(data)
+    a = _agent.Agent(["cat", str(src)], tmp_path, dict(os.environ), tee=str(tee))
+    try:
+        a.wait(lambda o: "__unparsed__" in o, 30)
+    finally:
+        a.close()
+    assert [o.get("type") for o in a.out[:3]] == ["agent_start", "message_update", "agent_end"]
+    assert a.out[1] == {"type": "message_update",
+                        "assistantMessageEvent": {"type": "text_delta", "contentIndex": 0, "delta": "é"}}
+    assert a.out[2]["messages"] == [snapshot]  # every other frame is kept whole
+    assert a.out[3] == {"__unparsed__": "not json"}
+    assert sum(r["bytes"] for r in a.records if r["dir"] == "out") == len(data)
+    assert tee.read_bytes() == data
 
 
 def test_provider_event_cost_runs(runner):
