@@ -9,6 +9,7 @@ from pisces.agent.loop import LoopConfig, RunState, run_loop
 from pisces.agent.types import AgentTool
 from pisces.ai.abort import AbortSignal
 from pisces.ai.stream import stream as default_stream
+from pisces.ai.tracked_list import TrackedList
 from pisces.ai.types import AssistantMessage, Message, Model, StreamOptions, ToolResultMessage, UserMessage
 
 QUEUE_MODES = ("all", "one-at-a-time")
@@ -48,7 +49,8 @@ class Agent:
         self.system_prompt = system_prompt
         self.tools: list[AgentTool] = list(tools or [])
         self.thinking_level = thinking_level
-        self.messages: list[Any] = list(messages or [])
+        # the history grows at its end; a TrackedList tells the request path when it changed otherwise
+        self.messages: list[Any] = TrackedList(messages or [])
         self.convert_to_llm = convert_to_llm
         self.stream_options = stream_options
         self.transform_context = transform_context

@@ -14,8 +14,9 @@ element for element.
 from __future__ import annotations
 
 import json
-import operator
 from typing import Any
+
+from pisces.ai.tracked_list import TrackedList
 
 
 def dumps(value: Any) -> str:
@@ -31,20 +32,24 @@ def encoded(value: Any) -> bytes:
 class JsonBody(dict[str, Any]):
     """A request body with the encoded JSON of each element of ``body[key]`` at hand (see the module's doc)."""
 
-    __slots__ = ("_key", "_items", "_texts")
+    __slots__ = ("_key", "_items", "_mark", "_texts")
 
     def keep_texts(self, key: str, texts: list[bytes]) -> None:
         """``b",".join(texts)`` is the elements of ``self[key]`` encoded and joined by commas (a piece per
-        element, or several elements in one), and stays so: the elements are not changed in place."""
+        element, or several elements in one), and stays so: the elements are not changed in place. The list
+        becomes a ``TrackedList``, which says whether it was changed since, without a pass over it."""
+        items = self[key]
+        if type(items) is not TrackedList:
+            self[key] = items = TrackedList(items)
         self._key = key
-        self._items = tuple(self[key])
+        self._items = items
+        self._mark = (items.edits, len(items))
         self._texts = texts
 
     def _intact(self) -> bool:
+        """Whether ``self[key]`` is still the very list, holding the same elements."""
         items = self.get(self._key)
-        if not isinstance(items, list) or len(items) != len(self._items):
-            return False
-        return all(map(operator.is_, items, self._items))
+        return items is self._items and items.unchanged_since(*self._mark) and len(items) == self._mark[1]
 
     def to_bytes(self) -> bytes:
         """``encoded(self)``, the same bytes, without encoding the kept elements again (one copy of them)."""

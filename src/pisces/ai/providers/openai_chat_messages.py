@@ -21,6 +21,7 @@ from typing import Any, Callable
 from pisces.ai.providers._memo import encoded
 from pisces.ai.providers._shared import KEEP_ROUNDS, MISS, MessageMemo, Transformer, sanitize
 from pisces.ai.providers._shared import sweep_transformed as _TRANSFORMED_SWEEP
+from pisces.ai.tracked_list import TrackedList, same_start
 from pisces.ai.types import (
     AssistantMessage,
     Context,
@@ -130,13 +131,14 @@ class _Checkpoint:
     ``RECENT`` of them, with their lengths), the params they gave and the JSON of those joined by commas
     (``blob``: the next checkpoint copies it in one piece), and the tool-call ids renamed before it."""
 
-    __slots__ = ("key", "system", "inputs", "contents", "lens", "params", "blob", "id_map", "used")
+    __slots__ = ("key", "system", "inputs", "origin", "contents", "lens", "params", "blob", "id_map", "used")
 
     def __init__(self, key: tuple, system: Any, inputs: list[Any], params: list[dict[str, Any]],
-                 blob: bytes, id_map: dict[str, str]) -> None:
+                 blob: bytes, id_map: dict[str, str], origin: tuple[TrackedList, int] | None = None) -> None:
         self.key = key
         self.system = system
         self.inputs = inputs
+        self.origin = origin  # the history (and its edit count) the request's messages were a copy of
         self.contents = list(map(_CONTENT, inputs[-RECENT:]))
         self.lens = list(map(len, self.contents))
         self.params = params
@@ -149,14 +151,20 @@ class _Checkpoint:
         (a list compares those by identity first; equal ones convert alike, and ``convert_to_llm`` makes a
         compaction summary's message again at every request), the last ``RECENT`` with equal content lists
         as long as they were (a message replaced in place: an extension's ``message_end`` handler does so
-        while the run goes on, and a run's handlers are done before the next prompt)."""
+        while the run goes on, and a run's handlers are done before the next prompt). When both requests'
+        messages are copies of one history that only grew in between (``same_start``), its first messages
+        are the same objects without comparing them."""
         n = len(self.inputs)
         if key != self.key or len(messages) < n or system != self.system:
             return False
-        head = messages[:n]
-        if head != self.inputs:
-            return False
-        contents = list(map(_CONTENT, head[-RECENT:]))
+        if same_start(messages, self.origin, n):
+            recent = messages[max(0, n - RECENT):n]
+        else:
+            head = messages[:n]
+            if head != self.inputs:
+                return False
+            recent = head[-RECENT:]
+        contents = list(map(_CONTENT, recent))
         return contents == self.contents and list(map(len, contents)) == self.lens
 
 
@@ -166,6 +174,13 @@ _CHECKPOINTS: list[_Checkpoint] = []  # the latest last: about one per conversat
 MAX_CHECKPOINTS = 4
 _round = 0  # requests converted so far
 _LOCK = threading.Lock()
+
+
+def _origin(messages: list[Any]) -> tuple[TrackedList, int] | None:
+    """The history ``messages`` is an unchanged copy of, with its edit count then (see ``same_start``)."""
+    if type(messages) is TrackedList and not messages.edits:
+        return messages.origin
+    return None
 
 
 def _resume(key: tuple, system: Any, messages: list[Any]) -> _Checkpoint | None:
@@ -250,7 +265,7 @@ def _convert_messages(model: Model, context: Context, compat: dict[str, Any], te
                 _CHECKPOINTS.remove(cp)
             try:
                 _CHECKPOINTS.append(_Checkpoint(key, system, inputs[:last_user + 1], params[:cut_at[0]],
-                                                b",".join(pieces[:cut_at[1]]), id_map))
+                                                b",".join(pieces[:cut_at[1]]), id_map, _origin(inputs)))
             except AttributeError:  # a message without a content list: no checkpoint
                 pass
         _forget_checkpoints()

@@ -7,11 +7,13 @@ are turned into user messages by :func:`convert_to_llm` before a request goes ou
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Union
 
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
+from pisces.ai.tracked_list import TrackedList
 from pisces.ai.types import (
     AssistantMessage,
     ImageContent,
@@ -156,13 +158,41 @@ def _user_text(text: str, timestamp: int) -> UserMessage:
     return UserMessage(content=[TextContent(text=text)], timestamp=timestamp)
 
 
+# id(history) -> (the history, its edits then, how many of its first messages are all the LLM's own types)
+_TYPED: dict[int, tuple[weakref.ref[TrackedList], int, int]] = {}
+_TYPED_MAX = 64
+
+
+def _typed_prefix(messages: TrackedList) -> int:
+    """How many of the first messages an earlier call found to be all the LLM's own types and are still there."""
+    entry = _TYPED.get(id(messages))
+    if entry is not None and entry[0]() is messages and messages.unchanged_since(entry[1], entry[2]):
+        return entry[2]
+    return 0
+
+
+def _forget_typed() -> None:
+    for key, (ref, _, _) in list(_TYPED.items()):
+        if ref() is None:
+            _TYPED.pop(key, None)
+    if len(_TYPED) > _TYPED_MAX:
+        _TYPED.clear()
+
+
 def convert_to_llm(messages: list[Any]) -> list[Message]:
     """AgentMessages -> the LLM's user/assistant/toolResult messages (pi's ``convertToLlm``).
 
     bashExecution becomes a user text (skipped when ``excludeFromContext``), custom a user message with its
     content, and the two summaries user texts wrapped in pi's prefix and suffix. Unknown roles are dropped.
     """
-    if _LLM_TYPE_SET.issuperset(map(type, messages)):  # the usual history: nothing to convert
+    if type(messages) is TrackedList:  # the agent's own history: check only what came since the last call
+        known = _typed_prefix(messages)
+        if _LLM_TYPE_SET.issuperset(map(type, messages[known:] if known else messages)):
+            _TYPED[id(messages)] = (weakref.ref(messages), messages.edits, len(messages))
+            if len(_TYPED) > _TYPED_MAX:
+                _forget_typed()
+            return messages.copy()  # a copy that says which history it is (see pisces.ai.tracked_list)
+    elif _LLM_TYPE_SET.issuperset(map(type, messages)):  # the usual history: nothing to convert
         return list(messages)
     out: list[Message] = []
     for m in messages:

@@ -1,0 +1,93 @@
+"""``TrackedList``: a list that counts the changes made to it other than growth at its end.
+
+Every request of a session carries the whole history, and the request path keeps what it worked out for the
+previous request (which messages it checked, converted, encoded). Reusing that safely needs to know that the
+history only grew since; finding out by comparing every message again costs a pass over the whole history at
+every request. A ``TrackedList`` answers at once: ``edits`` goes up on every change other than ``append``,
+``extend`` and ``+=`` (an item replaced, deleted, inserted, popped, the list sorted, reversed, cleared, ...),
+so a reader that noted ``(edits, len)`` knows, while ``edits`` is the same, that the first ``len`` items are
+still the same objects. A copy taken with :meth:`TrackedList.copy` remembers the list and the count it came
+from (``origin``), so two copies of one history can be compared the same way.
+
+What it cannot see: an item changed in place (a message whose content list is edited). Readers that depend
+on items' insides check those themselves, as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, SupportsIndex
+
+
+class TrackedList(list[Any]):
+    """A list with ``edits`` (changes other than growth at the end) and, for a copy, ``origin``: the list it was
+    copied from and that list's ``edits`` then."""
+
+    __slots__ = ("edits", "origin", "__weakref__")
+
+    edits: int
+    origin: tuple[TrackedList, int] | None
+
+    def __init__(self, items: Iterable[Any] = ()) -> None:
+        try:
+            self.edits += 1  # ``__init__`` called again on a live list replaces its items
+        except AttributeError:
+            self.edits = 0
+            self.origin = None
+        super().__init__(items)
+
+    def copy(self) -> TrackedList:
+        """A copy that remembers this list and its ``edits`` now (``origin``)."""
+        dup = TrackedList(self)
+        dup.origin = (self, self.edits)
+        return dup
+
+    def unchanged_since(self, edits: int, length: int) -> bool:
+        """Whether the first ``length`` items are the very ones they were when ``edits`` was the count."""
+        return self.edits == edits and len(self) >= length
+
+    # every change other than growth at the end counts
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self.edits += 1
+        super().__setitem__(index, value)
+
+    def __delitem__(self, index: Any) -> None:
+        self.edits += 1
+        super().__delitem__(index)
+
+    def __imul__(self, n: SupportsIndex) -> TrackedList:
+        self.edits += 1
+        return super().__imul__(n)
+
+    def insert(self, index: SupportsIndex, value: Any) -> None:
+        self.edits += 1
+        super().insert(index, value)
+
+    def pop(self, index: SupportsIndex = -1) -> Any:
+        self.edits += 1
+        return super().pop(index)
+
+    def remove(self, value: Any) -> None:
+        self.edits += 1
+        super().remove(value)
+
+    def clear(self) -> None:
+        self.edits += 1
+        super().clear()
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        self.edits += 1
+        super().sort(*args, **kwargs)
+
+    def reverse(self) -> None:
+        self.edits += 1
+        super().reverse()
+
+
+def same_start(copy: Any, origin: tuple[TrackedList, int] | None, length: int) -> bool:
+    """Whether ``copy`` (a list handed to a request) starts with the same ``length`` objects as an earlier copy
+    of the same history whose ``origin`` was noted: both are unchanged copies of one ``TrackedList`` taken at
+    the same ``edits``, so the history only grew between them."""
+    if origin is None or type(copy) is not TrackedList or copy.edits or copy.origin is None:
+        return False
+    source, edits = copy.origin
+    return source is origin[0] and edits == origin[1] and len(copy) >= length
