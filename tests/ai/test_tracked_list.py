@@ -59,10 +59,11 @@ def test_growth_at_the_end_does_not_count():
 def test_copies_say_where_they_came_from():
     log = TrackedList(["a", "b"])
     first = log.copy()
-    assert first == log and first.origin == (log, 0) and first.edits == 0 and log.origin is None
+    assert first == log and first.origin == (log, 0, 2) and first.edits == 0 and log.origin is None
     log.append("c")
     second = log.copy()
     assert same_start(second, first.origin, len(first))
+    assert not same_start(second, first.origin, len(second))  # more than the first copy took
     assert not same_start(second, first.origin, len(second) + 1)  # longer than the copy
     log[0] = "A"  # edited in between: the copies no longer share their start
     third = log.copy()
@@ -72,6 +73,9 @@ def test_copies_say_where_they_came_from():
     assert not same_start(fourth, third.origin, 1)
     assert not same_start(list(third), third.origin, 1)  # a plain list never is
     assert not same_start(third, None, 0)
+    fifth, sixth = log.copy(), log.copy()
+    fifth.append("added to the copy")  # appended to a copy: its own, not the history's
+    assert not same_start(sixth, fifth.origin, len(fifth)) and same_start(sixth, fifth.origin, len(log))
 
 
 def test_encoded_as_a_plain_list():
@@ -99,7 +103,7 @@ def test_convert_to_llm_checks_only_what_came_since_and_sees_every_edit():
         got = convert_to_llm(log)
         assert msgspec.json.encode(got) == msgspec.json.encode(convert_to_llm(list(log)))
         if all(isinstance(m, UserMessage) for m in log):
-            assert type(got) is TrackedList and got.origin == (log, log.edits)
+            assert type(got) is TrackedList and got.origin == (log, log.edits, len(log))
 
 
 def _requests(model, log: TrackedList, rng: random.Random, steps: int):

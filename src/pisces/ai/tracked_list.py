@@ -6,8 +6,9 @@ history only grew since; finding out by comparing every message again costs a pa
 every request. A ``TrackedList`` answers at once: ``edits`` goes up on every change other than ``append``,
 ``extend`` and ``+=`` (an item replaced, deleted, inserted, popped, the list sorted, reversed, cleared, ...),
 so a reader that noted ``(edits, len)`` knows, while ``edits`` is the same, that the first ``len`` items are
-still the same objects. A copy taken with :meth:`TrackedList.copy` remembers the list and the count it came
-from (``origin``), so two copies of one history can be compared the same way.
+still the same objects. A copy taken with :meth:`TrackedList.copy` remembers the list, the count and the
+length it came from (``origin``), so two copies of one history can be compared the same way, over the part
+each took from it (what was appended to a copy afterwards is its own).
 
 What it cannot see: an item changed in place (a message whose content list is edited). Readers that depend
 on items' insides check those themselves, as before.
@@ -17,15 +18,17 @@ from __future__ import annotations
 
 from typing import Any, Iterable, SupportsIndex
 
+Origin = tuple["TrackedList", int, int]  # the list a copy was taken from, its ``edits`` and its length then
+
 
 class TrackedList(list[Any]):
     """A list with ``edits`` (changes other than growth at the end) and, for a copy, ``origin``: the list it was
-    copied from and that list's ``edits`` then."""
+    copied from, that list's ``edits`` then and how many items it had."""
 
     __slots__ = ("edits", "origin", "__weakref__")
 
     edits: int
-    origin: tuple[TrackedList, int] | None
+    origin: Origin | None
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         try:
@@ -36,9 +39,9 @@ class TrackedList(list[Any]):
         super().__init__(items)
 
     def copy(self) -> TrackedList:
-        """A copy that remembers this list and its ``edits`` now (``origin``)."""
+        """A copy that remembers this list, its ``edits`` and its length now (``origin``)."""
         dup = TrackedList(self)
-        dup.origin = (self, self.edits)
+        dup.origin = (self, self.edits, len(dup))
         return dup
 
     def unchanged_since(self, edits: int, length: int) -> bool:
@@ -83,11 +86,12 @@ class TrackedList(list[Any]):
         super().reverse()
 
 
-def same_start(copy: Any, origin: tuple[TrackedList, int] | None, length: int) -> bool:
+def same_start(copy: Any, origin: Origin | None, length: int) -> bool:
     """Whether ``copy`` (a list handed to a request) starts with the same ``length`` objects as an earlier copy
     of the same history whose ``origin`` was noted: both are unchanged copies of one ``TrackedList`` taken at
-    the same ``edits``, so the history only grew between them."""
+    the same ``edits``, so the history only grew between them, and both took at least ``length`` items from
+    it."""
     if origin is None or type(copy) is not TrackedList or copy.edits or copy.origin is None:
         return False
-    source, edits = copy.origin
-    return source is origin[0] and edits == origin[1] and len(copy) >= length
+    source, edits, took = copy.origin
+    return source is origin[0] and edits == origin[1] and length <= min(took, origin[2])

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from pisces.ai.providers._memo import encoded
 from pisces.ai.providers._shared import KEEP_ROUNDS, MISS, MessageMemo, Transformer, sanitize
 from pisces.ai.providers._shared import sweep_transformed as _TRANSFORMED_SWEEP
-from pisces.ai.tracked_list import TrackedList, same_start
+from pisces.ai.tracked_list import Origin, TrackedList, same_start
 from pisces.ai.types import (
     AssistantMessage,
     Context,
@@ -134,7 +134,7 @@ class _Checkpoint:
     __slots__ = ("key", "system", "inputs", "origin", "contents", "lens", "params", "blob", "id_map", "used")
 
     def __init__(self, key: tuple, system: Any, inputs: list[Any], params: list[dict[str, Any]],
-                 blob: bytes, id_map: dict[str, str], origin: tuple[TrackedList, int] | None = None) -> None:
+                 blob: bytes, id_map: dict[str, str], origin: Origin | None = None) -> None:
         self.key = key
         self.system = system
         self.inputs = inputs
@@ -176,7 +176,7 @@ _round = 0  # requests converted so far
 _LOCK = threading.Lock()
 
 
-def _origin(messages: list[Any]) -> tuple[TrackedList, int] | None:
+def _origin(messages: list[Any]) -> Origin | None:
     """The history ``messages`` is an unchanged copy of, with its edit count then (see ``same_start``)."""
     if type(messages) is TrackedList and not messages.edits:
         return messages.origin
