@@ -124,8 +124,9 @@ class RpcHarness:
             except Exception as exc:
                 self.cfg.log(f"warm-up of {spec.name} failed: {exc}")
 
-    def spawn(self, spec: AgentSpec, cwd: Path | str | None = None, args: list[str] | None = None) -> Any:
-        return self.drive.Agent(spec.cmd + (args or []), Path(cwd or self.cwd), dict(self.env))
+    def spawn(self, spec: AgentSpec, cwd: Path | str | None = None, args: list[str] | None = None,
+              tee: str | None = None) -> Any:
+        return self.drive.Agent(spec.cmd + (args or []), Path(cwd or self.cwd), dict(self.env), tee=tee)
 
     @staticmethod
     def ok(resp: dict) -> dict:
@@ -194,13 +195,13 @@ def warm_up_prompt(h: RpcHarness, a: Any) -> None:
 
 
 def streamed_reply(h: RpcHarness, spec: AgentSpec, words: int, warm: bool = False,
-                   idle_s: float = 0.0, args: list[str] | None = None) -> dict[str, float]:
+                   idle_s: float = 0.0, args: list[str] | None = None, tee: str | None = None) -> dict[str, float]:
     """The reply in a fresh process right after get_state (as drive.py bench); with ``idle_s``, that long
     after get_state (a person reading, then typing: time for an agent to warm up while idle); or with
-    ``warm`` after a first one-word prompt in the same process."""
+    ``warm`` after a first one-word prompt in the same process. ``tee`` gets the process's stdout bytes."""
     turns = [{"words": words, "usage": {"prompt_tokens": 1500, "completion_tokens": words}}]
     h.llm.set_script(([{"text": "ok"}] if warm else []) + turns)
-    a = h.spawn(spec, args=args)
+    a = h.spawn(spec, args=args, tee=tee)
     try:
         h.ok(a.request({"type": "get_state"}, 60))
         if warm:
@@ -229,18 +230,8 @@ def reader_floor(h: RpcHarness, words: int, reps: int) -> list[float]:
     second reply when they come from ``cat`` instead of an agent, spawn of cat included: the share of a reply's
     figure that is the instrument's own work, and so the least any agent could show with it on this machine."""
     spec = next(s for s in h.agents if s.name == "pisces")
-    h.llm.set_script([{"text": "ok"}, {"words": words, "usage": {"prompt_tokens": 1500, "completion_tokens": words}}])
     recorded = h.tmp / "reply-frames.jsonl"
-    a = h.drive.Agent(spec.cmd, h.cwd, dict(h.env), tee=str(recorded))
-    try:
-        h.ok(a.request({"type": "get_state"}, 60))
-        warm_up_prompt(h, a)
-        with a.cond:
-            first_out = len(a.out)
-        a.send({"id": "p", "type": "prompt", "message": f"Write {words} words"})
-        a.wait(lambda o: o.get("type") == "agent_end", 120, since=first_out)
-    finally:
-        a.close()
+    streamed_reply(h, spec, words, warm=True, tee=str(recorded))
     data = recorded.read_bytes()
     cut = data.index(b'{"type":"agent_end"')  # the warm-up's end; the second reply starts on the next line
     reply = recorded.with_name("reply-only.jsonl")
