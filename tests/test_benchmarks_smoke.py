@@ -53,7 +53,7 @@ def test_runner_tiny_json_has_expected_keys(runner, tmp_path, capsys):
     assert "not_measured" in saved and "notes" in saved
     table = capsys.readouterr().out
     assert "pisces/pi" in table and "n/a" in table
-    # the reader alone parsed the same frames as the second prompt's reply produced
+    # the reader alone, on the frames of a second reply, was measured; its pi side says why it is missing
     assert saved["figures"]["rpc_reader_floor_ms"]["ref_missing"] == "--no-pi"
 
 
