@@ -241,6 +241,87 @@ def run_side_by_side(cfg: Config, harness: Any, prompts: int, rounds: int) -> di
     return out
 
 
+class _Session:
+    """One agent process driven prompt by prompt (``prompt`` returns the agent's CPU ms for it)."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str], cwd: str, timeout: float = 120.0) -> None:
+        self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.timeout = timeout
+        self.prompts = 0
+        self._send({"id": "s", "type": "get_state"})
+        self._until(lambda o: o.get("id") == "s")
+
+    def _send(self, obj: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(obj).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def _until(self, pred: Any) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the agent ended (exit {self.proc.poll()})")
+            if line.startswith(b"{") and (b'"agent_end"' in line or b'"id"' in line):
+                obj = json.loads(line)
+                if pred(obj):
+                    return obj
+        raise RuntimeError(f"no answer within {self.timeout} s")
+
+    def prompt(self) -> float:
+        self.prompts += 1
+        before = _thread_cpu_ns(self.proc.pid)
+        self._send({"type": "prompt", "message": f"Read the notes ({self.prompts})"})
+        self._until(lambda o: o.get("type") == "agent_end")
+        return _cpu_delta_ms(before, _thread_cpu_ns(self.proc.pid))
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()  # the process this object started, by handle
+            self.proc.wait()
+
+
+FRESH_HALF = 25  # the against-fresh figures take the median of 51 pairs around the point
+
+
+def against_fresh(cmd: list[str], env: dict[str, str], cwd: str, prompts: int) -> dict[int, dict[str, Any]]:
+    """A long session and fresh ones, prompts alternating (long, fresh, long, fresh, ...): the fresh session is
+    started again every ``prompts // 20`` prompts, so it stays young. Per point, the median over the pairs
+    around it of the long session's CPU for a prompt over the fresh one's for the next: the machine's speed
+    drifts over a run, and this ratio, taken within the same second, does not."""
+    restart = max(2, prompts // 20)
+    long_run = _Session(cmd, env, cwd)
+    fresh = _Session(cmd, env, cwd)
+    pairs: list[tuple[float, float, int]] = []
+    try:
+        for _ in range(prompts):
+            mine = long_run.prompt()
+            if fresh.prompts >= restart:
+                fresh.close()
+                fresh = _Session(cmd, env, cwd)
+            pairs.append((mine, fresh.prompt(), fresh.prompts))
+    finally:
+        long_run.close()
+        fresh.close()
+    out: dict[int, dict[str, Any]] = {}
+    for p in points(prompts):
+        lo = max(1, p - FRESH_HALF)
+        hi = min(prompts, lo + 2 * FRESH_HALF)
+        lo = max(1, hi - 2 * FRESH_HALF)
+        window_pairs = pairs[lo - 1:hi]
+        out[p] = {"window": [lo, hi], "ratio": statistics.median(a / b for a, b, _ in window_pairs if b > 0),
+                  "long_cpu_ms": statistics.median(a for a, _, _ in window_pairs),
+                  "fresh_cpu_ms": statistics.median(b for _, b, _ in window_pairs),
+                  "fresh_prompts": [min(k for _, _, k in window_pairs), max(k for _, _, k in window_pairs)]}
+    return out
+
+
 METRICS = (  # (key in drive's "at", figure key, label, unit)
     ("cpu_ms", "cpu", "agent CPU per prompt", "ms"),
     ("agent_wall_ms", "wall", "prompt -> agent_end minus the LLM server's time", "ms"),
@@ -294,6 +375,15 @@ def run(cfg: Config, res: Results, wl: Any = None, harness: Any = None, prompts:
     cfg.log(f"long_session: {n} prompts with a tool call each, scripted LLM, alternating agents ({rounds} rounds)")
     runs = run_side_by_side(cfg, harness, n, rounds)
     _figures(res, "long_llm", f"{n} prompts", runs["pisces"], runs.get("pi"), harness.pi_missing)
+    pisces = next(spec for spec in harness.agents if spec.name == "pisces")
+    cfg.log(f"long_session: pisces, a {n}-prompt session against fresh ones, prompts alternating")
+    harness.llm.set_script(llm_turns(2 * n))
+    fresh = against_fresh(pisces.cmd, dict(harness.env), str(harness.cwd), n)
+    for p, row in fresh.items():
+        lo, hi = row["window"]
+        res.add(Figure(f"long_llm_vs_fresh_{p}", f"{n} prompts: agent CPU per prompt over a fresh session's, "
+                       f"prompts alternating, at prompt {p} (median of pairs {lo}-{hi})", "x", [row["ratio"]],
+                       ref_missing="pisces alone: its own fresh session is the reference", detail=row))
 
 
 def main() -> int:

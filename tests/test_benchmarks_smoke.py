@@ -138,7 +138,8 @@ def test_tui_bench_runs(runner, tmp_path):
 
 def test_long_session_bench_runs(runner, tmp_path):
     """The long-session rows on 12 prompts, pisces only: CPU, wall minus the server's time and RSS at prompts
-    1, 6 and 12 for the scripted LLM and the faux model, every prompt a tool call and a reply, no error."""
+    1, 6 and 12 for the scripted LLM and the faux model, every prompt a tool call and a reply, no error; and the
+    long session's CPU over fresh sessions' (restarted every second prompt), prompts alternating."""
     from benchmarks._common import Config, Results
     from benchmarks.bench_long_session import run
     from benchmarks.bench_rpc import RpcHarness
@@ -155,7 +156,10 @@ def test_long_session_bench_runs(runner, tmp_path):
     expected = {f"long_llm_{m}_{p}" for m in ("cpu", "wall", "rss") for p in points}
     expected |= {f"long_faux_{m}_{p}" for m in ("cpu", "rss") for p in points}
     expected |= {"long_llm_total_cpu", "long_faux_total_cpu"}
+    expected |= {f"long_llm_vs_fresh_{p}" for p in points}  # against fresh sessions, prompts alternating
     assert set(figures) == expected, set(figures) ^ expected
+    fresh = figures["long_llm_vs_fresh_12"].detail
+    assert fresh["fresh_prompts"] == [1, 2] and fresh["long_cpu_ms"] > 0 and fresh["fresh_cpu_ms"] > 0
     assert all(f.pisces and f.pisces[0] > 0 for f in res.figures)
     assert figures["long_llm_total_cpu"].detail["errors"] == {"pisces": [[]], "pi": []}
     assert figures["long_faux_total_cpu"].detail["errors"] == {"pisces": [[]], "pi": []}
