@@ -249,8 +249,12 @@ class _Session:
                                      stderr=subprocess.DEVNULL)
         self.timeout = timeout
         self.prompts = 0
-        self._send({"id": "s", "type": "get_state"})
-        self._until(lambda o: o.get("id") == "s")
+        try:
+            self._send({"id": "s", "type": "get_state"})
+            self._until(lambda o: o.get("id") == "s")
+        except BaseException:
+            self.close()
+            raise
 
     def _send(self, obj: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -279,7 +283,10 @@ class _Session:
 
     def close(self) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.close()
+        try:
+            self.proc.stdin.close()
+        except OSError:  # the agent is gone already
+            pass
         try:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
@@ -297,18 +304,21 @@ def against_fresh(cmd: list[str], env: dict[str, str], cwd: str, prompts: int) -
     drifts over a run, and this ratio, taken within the same second, does not."""
     restart = max(2, prompts // 20)
     long_run = _Session(cmd, env, cwd)
-    fresh = _Session(cmd, env, cwd)
+    fresh: _Session | None = None
     pairs: list[tuple[float, float, int]] = []
     try:
         for _ in range(prompts):
             mine = long_run.prompt()
-            if fresh.prompts >= restart:
-                fresh.close()
+            if fresh is None or fresh.prompts >= restart:
+                if fresh is not None:
+                    fresh.close()
+                    fresh = None
                 fresh = _Session(cmd, env, cwd)
             pairs.append((mine, fresh.prompt(), fresh.prompts))
     finally:
         long_run.close()
-        fresh.close()
+        if fresh is not None:
+            fresh.close()
     out: dict[int, dict[str, Any]] = {}
     for p in points(prompts):
         lo = max(1, p - FRESH_HALF)
