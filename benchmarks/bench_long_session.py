@@ -103,27 +103,70 @@ def _llm_requests(port: int) -> list[dict[str, Any]]:
         return list(json.loads(r.read())["requests"])
 
 
+class _Session:
+    """One agent process, started and answering ``get_state``, then driven prompt by prompt."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str], cwd: str, timeout: float = 120.0) -> None:
+        self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.timeout = timeout
+        self.prompts = 0
+        try:
+            self._send({"id": "s", "type": "get_state"})
+            self._until(lambda o: o.get("id") == "s")
+        except BaseException:
+            self.close()
+            raise
+
+    def _send(self, obj: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(obj).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def _until(self, pred: Any) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the agent ended (exit {self.proc.poll()})")
+            if line.startswith(b"{") and (b'"agent_end"' in line or b'"id"' in line):
+                obj = json.loads(line)
+                if pred(obj):
+                    return obj
+        raise RuntimeError(f"no answer within {self.timeout} s")
+
+    def prompt(self) -> tuple[float, float, dict[str, Any]]:
+        """One prompt: the agent's CPU ms for it, the wall ms from the line written to ``agent_end`` read, and
+        that ``agent_end``."""
+        self.prompts += 1
+        line = {"id": f"p{self.prompts}", "type": "prompt", "message": f"Read the notes ({self.prompts})"}
+        before = _thread_cpu_ns(self.proc.pid)
+        t = time.perf_counter()
+        self._send(line)
+        end = self._until(lambda o: o.get("type") == "agent_end")
+        wall = (time.perf_counter() - t) * 1000
+        return _cpu_delta_ms(before, _thread_cpu_ns(self.proc.pid)), wall, end
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.close()
+        except OSError:  # the agent is gone already
+            pass
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()  # the process this object started, by handle
+            self.proc.wait()
+
+
 def drive(cmd: list[str], env: dict[str, str], cwd: str, prompts: int, llm_port: int | None = None,
           timeout: float = 120.0) -> dict[str, Any]:
     """One process, ``prompts`` prompts one after the other; per prompt the agent's CPU ms and wall ms; the
     memory at each point; with ``llm_port``, the scripted server's time and the body's bytes per request."""
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
-    assert proc.stdin is not None and proc.stdout is not None
-    stdin, stdout = proc.stdin, proc.stdout
-
-    def until(needle: bytes, pred: Any) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = stdout.readline()
-            if not line:
-                raise RuntimeError(f"{cmd[0]} ended (exit {proc.poll()})")
-            if needle in line and line.startswith(b"{"):
-                obj = json.loads(line)
-                if pred(obj):
-                    return obj
-        raise RuntimeError(f"no {needle.decode()} within {timeout} s")
-
+    session = _Session(cmd, env, cwd, timeout)
+    pid = session.proc.pid
     pts = points(prompts)
     wins = {p: window(p, prompts) for p in pts}
     cpu_ms: list[float] = []
@@ -132,42 +175,29 @@ def drive(cmd: list[str], env: dict[str, str], cwd: str, prompts: int, llm_port:
     stat_cpu: dict[int, float] = {}
     errors: list[str] = []
     try:
-        stdin.write(b'{"id":"s","type":"get_state"}\n')
-        stdin.flush()
-        until(b'"s"', lambda o: o.get("id") == "s")
         time.sleep(1.0)  # both agents idle a moment after start-up, as a person would before typing
         started = time.perf_counter()
-        cpu_started = _stat_cpu_s(proc.pid)
+        cpu_started = _stat_cpu_s(pid)
         for i in range(1, prompts + 1):
             for p, (lo, _hi) in wins.items():
                 if i == lo:
-                    stat_cpu[p] = _stat_cpu_s(proc.pid)
-            line = json.dumps({"id": f"p{i}", "type": "prompt", "message": f"Read the notes ({i})"}).encode()
-            before = _thread_cpu_ns(proc.pid)
-            t = time.perf_counter()
-            stdin.write(line + b"\n")
-            stdin.flush()
-            end = until(b'"agent_end"', lambda o: o.get("type") == "agent_end")
-            wall_ms.append((time.perf_counter() - t) * 1000)
-            cpu_ms.append(_cpu_delta_ms(before, _thread_cpu_ns(proc.pid)))
+                    stat_cpu[p] = _stat_cpu_s(pid)
+            cpu, wall, end = session.prompt()
+            cpu_ms.append(cpu)
+            wall_ms.append(wall)
             messages = end.get("messages") or [{}]
             last = messages[-1]
             if len(messages) != 4 or last.get("stopReason") == "error" or "script exhausted" in json.dumps(last):
                 errors.append(f"prompt {i}: {len(messages)} messages, last {json.dumps(last)[:300]}")
             if i in wins:
-                mem[i] = _mem_kb(proc.pid)
+                mem[i] = _mem_kb(pid)
             for p, (lo, hi) in wins.items():
                 if i == hi:
-                    stat_cpu[p] = (_stat_cpu_s(proc.pid) - stat_cpu[p]) * 1000 / (hi - lo + 1)
+                    stat_cpu[p] = (_stat_cpu_s(pid) - stat_cpu[p]) * 1000 / (hi - lo + 1)
         total_s = time.perf_counter() - started
-        total_cpu_s = _stat_cpu_s(proc.pid) - cpu_started
+        total_cpu_s = _stat_cpu_s(pid) - cpu_started
     finally:
-        stdin.close()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()  # the process this function started, by handle
-            proc.wait()
+        session.close()
     server_ms: list[float] = []
     body_bytes: list[int] = []
     if llm_port is not None:
@@ -241,59 +271,6 @@ def run_side_by_side(cfg: Config, harness: Any, prompts: int, rounds: int) -> di
     return out
 
 
-class _Session:
-    """One agent process driven prompt by prompt (``prompt`` returns the agent's CPU ms for it)."""
-
-    def __init__(self, cmd: list[str], env: dict[str, str], cwd: str, timeout: float = 120.0) -> None:
-        self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
-        self.timeout = timeout
-        self.prompts = 0
-        try:
-            self._send({"id": "s", "type": "get_state"})
-            self._until(lambda o: o.get("id") == "s")
-        except BaseException:
-            self.close()
-            raise
-
-    def _send(self, obj: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(obj).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def _until(self, pred: Any) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"the agent ended (exit {self.proc.poll()})")
-            if line.startswith(b"{") and (b'"agent_end"' in line or b'"id"' in line):
-                obj = json.loads(line)
-                if pred(obj):
-                    return obj
-        raise RuntimeError(f"no answer within {self.timeout} s")
-
-    def prompt(self) -> float:
-        self.prompts += 1
-        before = _thread_cpu_ns(self.proc.pid)
-        self._send({"type": "prompt", "message": f"Read the notes ({self.prompts})"})
-        self._until(lambda o: o.get("type") == "agent_end")
-        return _cpu_delta_ms(before, _thread_cpu_ns(self.proc.pid))
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.close()
-        except OSError:  # the agent is gone already
-            pass
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()  # the process this object started, by handle
-            self.proc.wait()
-
-
 FRESH_HALF = 25  # the against-fresh figures take the median of 51 pairs around the point
 
 
@@ -308,13 +285,13 @@ def against_fresh(cmd: list[str], env: dict[str, str], cwd: str, prompts: int) -
     pairs: list[tuple[float, float, int]] = []
     try:
         for _ in range(prompts):
-            mine = long_run.prompt()
+            mine = long_run.prompt()[0]
             if fresh is None or fresh.prompts >= restart:
                 if fresh is not None:
                     fresh.close()
                     fresh = None
                 fresh = _Session(cmd, env, cwd)
-            pairs.append((mine, fresh.prompt(), fresh.prompts))
+            pairs.append((mine, fresh.prompt()[0], fresh.prompts))
     finally:
         long_run.close()
         if fresh is not None:
