@@ -86,12 +86,20 @@ class TrackedList(list[Any]):
         super().reverse()
 
 
+def origin_of(items: Any) -> Origin | None:
+    """Where ``items`` was copied from, when it is a ``TrackedList`` copy not changed since (else None)."""
+    if type(items) is TrackedList and not items.edits:
+        return items.origin
+    return None
+
+
 def same_start(copy: Any, origin: Origin | None, length: int) -> bool:
     """Whether ``copy`` (a list handed to a request) starts with the same ``length`` objects as an earlier copy
     of the same history whose ``origin`` was noted: both are unchanged copies of one ``TrackedList`` taken at
     the same ``edits``, so the history only grew between them, and both took at least ``length`` items from
     it."""
-    if origin is None or type(copy) is not TrackedList or copy.edits or copy.origin is None:
+    mine = origin_of(copy)
+    if origin is None or mine is None:
         return False
-    source, edits, took = copy.origin
+    source, edits, took = mine
     return source is origin[0] and edits == origin[1] and length <= min(took, origin[2])

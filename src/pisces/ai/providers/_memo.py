@@ -49,7 +49,7 @@ class JsonBody(dict[str, Any]):
     def _intact(self) -> bool:
         """Whether ``self[key]`` is still the very list, holding the same elements."""
         items = self.get(self._key)
-        return items is self._items and items.unchanged_since(*self._mark) and len(items) == self._mark[1]
+        return items is self._items and (items.edits, len(items)) == self._mark
 
     def to_bytes(self) -> bytes:
         """``encoded(self)``, the same bytes, without encoding the kept elements again (one copy of them)."""

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from pisces.ai.providers._memo import encoded
 from pisces.ai.providers._shared import KEEP_ROUNDS, MISS, MessageMemo, Transformer, sanitize
 from pisces.ai.providers._shared import sweep_transformed as _TRANSFORMED_SWEEP
-from pisces.ai.tracked_list import Origin, TrackedList, same_start
+from pisces.ai.tracked_list import Origin, origin_of, same_start
 from pisces.ai.types import (
     AssistantMessage,
     Context,
@@ -176,13 +176,6 @@ _round = 0  # requests converted so far
 _LOCK = threading.Lock()
 
 
-def _origin(messages: list[Any]) -> Origin | None:
-    """The history ``messages`` is an unchanged copy of, with its edit count then (see ``same_start``)."""
-    if type(messages) is TrackedList and not messages.edits:
-        return messages.origin
-    return None
-
-
 def _resume(key: tuple, system: Any, messages: list[Any]) -> _Checkpoint | None:
     global _round
     _round += 1
@@ -265,7 +258,7 @@ def _convert_messages(model: Model, context: Context, compat: dict[str, Any], te
                 _CHECKPOINTS.remove(cp)
             try:
                 _CHECKPOINTS.append(_Checkpoint(key, system, inputs[:last_user + 1], params[:cut_at[0]],
-                                                b",".join(pieces[:cut_at[1]]), id_map, _origin(inputs)))
+                                                b",".join(pieces[:cut_at[1]]), id_map, origin_of(inputs)))
             except AttributeError:  # a message without a content list: no checkpoint
                 pass
         _forget_checkpoints()
