@@ -10,9 +10,9 @@ import random
 import msgspec
 
 from pisces.ai.providers import _shared
-from pisces.ai.providers._memo import JsonBody, encoded
+from pisces.ai.providers._memo import JsonBody, encoded, grown
 from pisces.ai.providers._shared import MISS, MessageMemo
-from pisces.ai.providers.openai_chat_messages import _CONVERTED, convert_messages
+from pisces.ai.providers.openai_chat_messages import _CHECKPOINTS, _CONVERTED, convert_messages
 from pisces.ai.providers.openai_compat import get_compat
 from pisces.ai.providers.openai_completions import build_body
 from pisces.ai.types import (
@@ -120,6 +120,37 @@ def test_kept_conversions_equal_fresh_ones_request_after_request():
                 assert isinstance(body, JsonBody)
                 plain = json.dumps(dict(body), ensure_ascii=False, separators=(",", ":"), allow_nan=True)
                 assert body.to_bytes() == plain.encode("utf-8")
+
+
+def test_grown_joins_to_the_same_text_in_pieces_that_halve():
+    rng = random.Random(5)
+    for _run in range(20):
+        chunks: tuple[bytes, ...] = ()
+        every: list[bytes] = []
+        for _step in range(rng.randrange(1, 300)):
+            more = [rng.choice([b"{}", b'{"a":"' + b"x" * rng.randrange(0, 400) + b'"}', b"[1,2]"])
+                    for _ in range(rng.choice([0, 1, 3, 40]))]
+            chunks = grown(chunks, more)
+            every += more
+            assert b",".join(chunks) == b",".join(every)
+            sizes = [len(c) for c in chunks]
+            assert all(sizes[i] >= 2 * sizes[i + 1] for i in range(len(sizes) - 1)), sizes  # each twice the next
+            assert len(chunks) <= max(1, sum(sizes) // 2 + 1).bit_length()  # so: about log2 of the text
+    assert grown((b"a",), []) == (b"a",) and grown((), []) == ()
+
+
+def test_a_long_sessions_checkpoint_keeps_its_json_in_few_pieces():
+    model = MODELS[0]
+    compat = get_compat(model)
+    history = _history(random.Random(8), 900)
+    for end in range(1, len(history) + 1, 3):  # a request every three messages, as a session grows
+        texts: list[bytes] = []
+        kept = convert_messages(model, _ctx(history[:end]), compat, texts)
+        assert b",".join(texts) == b",".join(encoded(p) for p in kept)
+    assert kept == convert_messages(model, _ctx(_copies(history[:end])), compat, fresh=True)
+    latest = _CHECKPOINTS[-1]
+    assert len(latest.params) > 500 and 1 < len(latest.chunks) <= len(latest.params).bit_length()
+    assert b",".join(latest.chunks) == b",".join(encoded(p) for p in latest.params)
 
 
 def test_a_payload_hook_gets_fresh_dicts_and_the_kept_ones_stay_unchanged():

@@ -309,6 +309,37 @@ async def test_a_kept_connection_that_dies_on_the_next_request_is_retried_once_o
     assert len(srv.writers) == 2 and len(srv.requests) == 3
 
 
+async def test_a_large_body_goes_after_its_head_intact_and_again_whole_on_the_retry():
+    """A body larger than one write is written on its own after the head (not joined to it first); what
+    arrives is the same request byte for byte, on the first connection and again on the fresh one after the
+    kept connection died, and a small request still goes in a single piece."""
+    body = bytes(range(256)) * (3 * http11.ONE_WRITE // 256 + 7)  # a few times the one-write size, odd length
+
+    async def handler(reader, writer, index):
+        await srv.read_request(reader)
+        if index == 0:
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+            await srv.read_request(reader)  # the large request on the kept connection: it dies unanswered
+            writer.transport.abort()
+            return
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh")
+        await writer.drain()
+        await reader.read()
+
+    async with RawServer(handler) as srv, client() as c:
+        assert len(await http11._request_bytes(c.build_request("POST", srv.url, content=b"tiny"))) == 1
+        parts = await http11._request_bytes(c.build_request("POST", srv.url + "/big", content=body))
+        assert len(parts) == 2 and parts[1] is body  # the body itself, not a copy joined to the head
+        assert (await c.post(srv.url + "/first", content=b"x")).content == b"ok"
+        assert (await c.post(srv.url + "/big", content=body)).content == b"fresh"
+    assert len(srv.writers) == 2 and len(srv.requests) == 3
+    for request in srv.requests[1:]:  # the one that died and the one sent again
+        head, _, got = request.partition(b"\r\n\r\n")
+        assert head.startswith(b"POST /big HTTP/1.1\r\n") and f"Content-Length: {len(body)}".encode() in head
+        assert got == body
+
+
 async def test_a_fresh_connection_that_closes_without_a_reply_is_an_error_not_a_retry():
     async def handler(reader, writer, index):
         await srv.read_request(reader)

@@ -36,6 +36,10 @@ class TrackedList(list[Any]):
         except AttributeError:
             self.edits = 0
             self.origin = None
+        if isinstance(items, list) and type(items) is not list:
+            # a list's subclass (this one) is copied item by item by ``list.__init__``; ``list.copy`` of it is
+            # a plain list, copied in one step, and so is that: twice as fast in all
+            items = list.copy(items)
         super().__init__(items)
 
     def copy(self) -> TrackedList:

@@ -137,10 +137,15 @@ class Conn(asyncio.Protocol):
             self.timer = self.loop.call_at(self.deadline, self._on_timer)
 
     # -- writing ------------------------------------------------------------------------------
-    async def write(self, data: bytes, timeout: float | None) -> None:
+    async def write(self, parts: list[bytes], timeout: float | None) -> None:
+        """Write ``parts`` one after the other; wait (at most ``timeout`` seconds) while the transport holds
+        more than its high-water mark."""
         if self.closed or self.transport.is_closing():
             raise httpx2.WriteError(str(self.lost) if self.lost else "The connection is closed")
-        self.transport.write(data)
+        for data in parts:
+            # a view: what the socket did not take at once is copied into the transport's buffer once,
+            # where a ``bytes`` is sliced (a copy) and then copied in
+            self.transport.write(memoryview(data))
         if self.paused_writing and not self.closed:
             self.drain = self.loop.create_future()
             try:

@@ -29,6 +29,23 @@ def encoded(value: Any) -> bytes:
     return dumps(value).encode("utf-8")
 
 
+def grown(chunks: tuple[bytes, ...], more: list[bytes]) -> tuple[bytes, ...]:
+    """``chunks`` and then ``more``, pieces of JSON that join with commas, as a few pieces that join to the
+    same text. The new text merges with the pieces before it while it is at least half as long as the one it
+    follows, so each piece is at least twice the next: a history is held in about log2 of its length pieces,
+    and each byte of it is copied about that many times over the whole session, where joining it into one
+    piece copies the whole history at every request (and a large buffer, allocated afresh, costs a page fault
+    per 4 KiB)."""
+    if not more:
+        return chunks
+    out = list(chunks)
+    last = b",".join(more)
+    while out and len(out[-1]) < 2 * len(last):
+        last = b",".join((out.pop(), last))
+    out.append(last)
+    return tuple(out)
+
+
 class JsonBody(dict[str, Any]):
     """A request body with the encoded JSON of each element of ``body[key]`` at hand (see the module's doc)."""
 

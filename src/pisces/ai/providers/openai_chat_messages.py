@@ -18,10 +18,10 @@ import threading
 from operator import attrgetter
 from typing import Any, Callable
 
-from pisces.ai.providers._memo import encoded
+from pisces.ai.providers._memo import encoded, grown
 from pisces.ai.providers._shared import KEEP_ROUNDS, MISS, MessageMemo, Transformer, sanitize
 from pisces.ai.providers._shared import sweep_transformed as _TRANSFORMED_SWEEP
-from pisces.ai.tracked_list import Origin, origin_of, same_start
+from pisces.ai.tracked_list import Origin, TrackedList, origin_of, same_start
 from pisces.ai.types import (
     AssistantMessage,
     Context,
@@ -128,13 +128,14 @@ def _one(msg: Any, compat: dict[str, Any], bridge: bool, reasoning: bool, takes_
 
 class _Checkpoint:
     """A conversion up to and including a user message: its inputs (and the content lists of the last
-    ``RECENT`` of them, with their lengths), the params they gave and the JSON of those joined by commas
-    (``blob``: the next checkpoint copies it in one piece), and the tool-call ids renamed before it."""
+    ``RECENT`` of them, with their lengths), the params they gave and the JSON of those in a few pieces that
+    join with commas (``chunks``, see ``_memo.grown``: the next checkpoint adds to them without copying the
+    whole history again), and the tool-call ids renamed before it."""
 
-    __slots__ = ("key", "system", "inputs", "origin", "contents", "lens", "params", "blob", "id_map", "used")
+    __slots__ = ("key", "system", "inputs", "origin", "contents", "lens", "params", "chunks", "id_map", "used")
 
     def __init__(self, key: tuple, system: Any, inputs: list[Any], params: list[dict[str, Any]],
-                 blob: bytes, id_map: dict[str, str], origin: Origin | None = None) -> None:
+                 chunks: tuple[bytes, ...], id_map: dict[str, str], origin: Origin | None = None) -> None:
         self.key = key
         self.system = system
         self.inputs = inputs
@@ -142,7 +143,7 @@ class _Checkpoint:
         self.contents = list(map(_CONTENT, inputs[-RECENT:]))
         self.lens = list(map(len, self.contents))
         self.params = params
-        self.blob = blob
+        self.chunks = chunks
         self.id_map = id_map
         self.used = _round
 
@@ -221,13 +222,14 @@ def _convert_messages(model: Model, context: Context, compat: dict[str, Any], te
     key = (model.provider, model.api, model.id, flags)
     system = context.systemPrompt
     inputs = context.messages
-    params: list[dict[str, Any]] = []
+    # the list a body keeps as it is (``JsonBody.keep_texts`` would otherwise copy it into one)
+    params: list[dict[str, Any]] = TrackedList() if texts is not None else []
     pieces: list[bytes] | None = [] if texts is not None or not fresh else None  # joined by commas: their JSON
     cp = None if fresh else _resume(key, system, inputs)
     if cp is not None:
         params += cp.params
-        if cp.params and pieces is not None:
-            pieces.append(cp.blob)
+        if pieces is not None:
+            pieces += cp.chunks
         start = len(cp.inputs)
         t = Transformer(model, normalize, cp.id_map)
     else:
@@ -257,8 +259,10 @@ def _convert_messages(model: Model, context: Context, compat: dict[str, Any], te
             if cp is not None:  # the new checkpoint goes further along the same conversation
                 _CHECKPOINTS.remove(cp)
             try:
+                kept = cp.chunks if cp is not None else ()
                 _CHECKPOINTS.append(_Checkpoint(key, system, inputs[:last_user + 1], params[:cut_at[0]],
-                                                b",".join(pieces[:cut_at[1]]), id_map, origin_of(inputs)))
+                                                grown(kept, pieces[len(kept):cut_at[1]]), id_map,
+                                                origin_of(inputs)))
             except AttributeError:  # a message without a content list: no checkpoint
                 pass
         _forget_checkpoints()
