@@ -12,9 +12,14 @@ A turn (one per request, in order; the first turn whose ``match`` fits is taken 
     match       {"system_contains": s}: taken only by a request whose system prompt contains ``s``
 With no turn left the reply is the text "[benchmark llm] script exhausted".
 
+``POST /_script`` takes ``{"turns": [...], "answer_after_ms": N}`` too: then every reply starts no sooner than
+N ms after its request's head was read, so agents whose requests differ in size wait alike (the server's own
+work, parsing the body, grows with it).
+
 ``GET /_requests`` lists, per completion request since the last ``/_script``: the body's bytes, its tool
 count and ``ms``, the server's own time for it (from its headers read to the reply's last byte written),
-which a benchmark subtracts from an agent's wall time to get the agent's share.
+which a benchmark subtracts from an agent's wall time to get the agent's share, and ``work_ms``, that time
+up to the reply's first byte without the wait ``answer_after_ms`` added.
 """
 
 from __future__ import annotations
@@ -37,9 +42,11 @@ class Script:
         self.used: list[bool] = []
         self.plain_from = 0  # every turn without "match" before this index is used
         self.any_match = False
+        self.answer_after_s = 0.0  # no reply starts sooner than this after its request's head was read
 
-    def set(self, turns: list[dict]) -> None:
+    def set(self, turns: list[dict], answer_after_ms: float = 0) -> None:
         with self.lock:
+            self.answer_after_s = max(0.0, float(answer_after_ms)) / 1000
             self.turns = list(turns)
             self.used = [False] * len(turns)
             self.requests = []
@@ -117,7 +124,10 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         if self.path == "/_script":
-            self.script.set(body.get("turns", body) if isinstance(body, dict) else body)
+            if isinstance(body, dict):
+                self.script.set(body.get("turns", []), body.get("answer_after_ms", 0))
+            else:
+                self.script.set(body)
             self._json(200, {"ok": True})
             return
         record: dict[str, Any] = {"bytes": length, "tools": len(body.get("tools") or [])}
@@ -129,6 +139,10 @@ class Handler(BaseHTTPRequestHandler):
             "prompt_tokens": math.ceil(len(json.dumps(body.get("messages", []))) / 4),
             "completion_tokens": math.ceil(sum(len(json.dumps(d)) for d in deltas) / 4)}
         usage = {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
+        record["work_ms"] = (time.perf_counter() - t0) * 1000
+        wait = self.script.answer_after_s - (time.perf_counter() - t0)
+        if wait > 0:
+            time.sleep(wait)
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")

@@ -23,6 +23,10 @@ What is measured, at prompt 1, 100 and the last (1,000):
   in ``detail``).
 - the request body's bytes at each point (``detail``): every request carries the whole context, so the
   serialisation of the body grows with the session by nature; the agent's other work per prompt should not.
+- **against fresh sessions** (pisces only): its long session and fresh ones, prompts alternating, the median
+  ratio of their CPU per prompt around each point (``long_llm_vs_fresh_*``); and the same with every reply
+  ``EQUAL_WAIT_MS`` after its request (``long_llm_vs_fresh_equal_wait_*``), so that the long session's
+  requests, which the scripted server takes longer to parse, do not make it wait longer than the fresh one.
 
 "flat in the session's length" reads as: CPU per prompt at 1,000 over CPU per prompt at 1 near 1, beyond what
 the growing request body costs. Prints numbers; asserts nothing.
@@ -274,6 +278,13 @@ def run_side_by_side(cfg: Config, harness: Any, prompts: int, rounds: int) -> di
 FRESH_HALF = 25  # the against-fresh figures take the median of 51 pairs around the point
 
 
+# The scripted LLM's own work per request grows with the body (it parses the whole context): 1-3 ms at prompt
+# 1, about 10 at prompt 1,000. An agent that waits longer between its bursts of work spends more processor on
+# the same work (its caches are cold when it wakes), so the plain comparison charges the long session for
+# the server's slowness too; with every reply this long after its request, both wait alike.
+EQUAL_WAIT_MS = 25
+
+
 def against_fresh(cmd: list[str], env: dict[str, str], cwd: str, prompts: int) -> dict[int, dict[str, Any]]:
     """A long session and fresh ones, prompts alternating (long, fresh, long, fresh, ...): the fresh session is
     started again every ``prompts // 20`` prompts, so it stays young. Per point, the median over the pairs
@@ -363,14 +374,24 @@ def run(cfg: Config, res: Results, wl: Any = None, harness: Any = None, prompts:
     runs = run_side_by_side(cfg, harness, n, rounds)
     _figures(res, "long_llm", f"{n} prompts", runs["pisces"], runs.get("pi"), harness.pi_missing)
     pisces = next(spec for spec in harness.agents if spec.name == "pisces")
-    cfg.log(f"long_session: pisces, a {n}-prompt session against fresh ones, prompts alternating")
-    harness.llm.set_script(llm_turns(2 * n))
-    fresh = against_fresh(pisces.cmd, dict(harness.env), str(harness.cwd), n)
-    for p, row in fresh.items():
-        lo, hi = row["window"]
-        res.add(Figure(f"long_llm_vs_fresh_{p}", f"{n} prompts: agent CPU per prompt over a fresh session's, "
-                       f"prompts alternating, at prompt {p} (median of pairs {lo}-{hi})", "x", [row["ratio"]],
-                       ref_missing="pisces alone: its own fresh session is the reference", detail=row))
+    for answer_after_ms, key, how in ((0, "long_llm_vs_fresh", ""),
+                                      (EQUAL_WAIT_MS, "long_llm_vs_fresh_equal_wait",
+                                       f", every reply {EQUAL_WAIT_MS} ms after its request")):
+        cfg.log(f"long_session: pisces, a {n}-prompt session against fresh ones, prompts alternating{how}")
+        harness.llm.set_script(llm_turns(2 * n), answer_after_ms=answer_after_ms)
+        fresh = against_fresh(pisces.cmd, dict(harness.env), str(harness.cwd), n)
+        served = _llm_requests(harness.llm.port)
+        work = [float(r.get("work_ms", 0)) for r in served]
+        for p, row in fresh.items():
+            lo, hi = row["window"]
+            if answer_after_ms:  # how often the server's own work took longer than the wait it pads to
+                row = {**row, "server_work_ms_max": max(work, default=0.0),
+                       "server_ms_min": min((float(r.get("ms", 0)) for r in served), default=0.0),
+                       "requests_beyond_the_wait": sum(w > answer_after_ms for w in work), "requests": len(work)}
+            res.add(Figure(f"{key}_{p}", f"{n} prompts: agent CPU per prompt over a fresh session's, prompts "
+                           f"alternating{how}, at prompt {p} (median of pairs {lo}-{hi})", "x", [row["ratio"]],
+                           ref_missing="pisces alone: its own fresh session is the reference", detail=row))
+    harness.llm.set_script([])
 
 
 def main() -> int:

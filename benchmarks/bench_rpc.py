@@ -53,9 +53,10 @@ class ScriptedLLM:
             raise RuntimeError(f"scripted_llm.py did not start: {line!r}")
         self.port = int(line.split()[1])
 
-    def set_script(self, turns: list[dict]) -> None:
+    def set_script(self, turns: list[dict], answer_after_ms: float = 0) -> None:
+        """The turns to answer with; ``answer_after_ms``: no reply starts sooner after its request arrived."""
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}/_script", method="POST",
-                                     data=json.dumps({"turns": turns}).encode(),
+                                     data=json.dumps({"turns": turns, "answer_after_ms": answer_after_ms}).encode(),
                                      headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=10) as r:
             r.read()

@@ -141,7 +141,7 @@ def test_long_session_bench_runs(runner, tmp_path):
     1, 6 and 12 for the scripted LLM and the faux model, every prompt a tool call and a reply, no error; and the
     long session's CPU over fresh sessions' (restarted every second prompt), prompts alternating."""
     from benchmarks._common import Config, Results
-    from benchmarks.bench_long_session import run
+    from benchmarks.bench_long_session import EQUAL_WAIT_MS, run
     from benchmarks.bench_rpc import RpcHarness
 
     cfg = Config(rounds=1, tmp=tmp_path, with_pi=False, log=lambda msg: None)
@@ -157,9 +157,15 @@ def test_long_session_bench_runs(runner, tmp_path):
     expected |= {f"long_faux_{m}_{p}" for m in ("cpu", "rss") for p in points}
     expected |= {"long_llm_total_cpu", "long_faux_total_cpu"}
     expected |= {f"long_llm_vs_fresh_{p}" for p in points}  # against fresh sessions, prompts alternating
+    expected |= {f"long_llm_vs_fresh_equal_wait_{p}" for p in points}  # the same, every reply after a wait
     assert set(figures) == expected, set(figures) ^ expected
     fresh = figures["long_llm_vs_fresh_12"].detail
     assert fresh["fresh_prompts"] == [1, 2] and fresh["long_cpu_ms"] > 0 and fresh["fresh_cpu_ms"] > 0
+    assert "requests" not in fresh
+    waited = figures["long_llm_vs_fresh_equal_wait_12"].detail
+    assert waited["fresh_prompts"] == [1, 2] and waited["long_cpu_ms"] > 0
+    assert waited["requests"] == 4 * 12 and 0 < waited["server_work_ms_max"]  # two requests a prompt, each side
+    assert waited["server_ms_min"] >= EQUAL_WAIT_MS  # no reply came sooner than the wait
     assert all(f.pisces and f.pisces[0] > 0 for f in res.figures)
     assert figures["long_llm_total_cpu"].detail["errors"] == {"pisces": [[]], "pi": []}
     assert figures["long_faux_total_cpu"].detail["errors"] == {"pisces": [[]], "pi": []}
