@@ -290,20 +290,24 @@ async def test_an_idle_connection_the_server_closed_is_not_used():
     assert len(srv.writers) == 2
 
 
-async def test_a_kept_connection_that_dies_on_the_next_request_is_retried_once_on_a_fresh_one():
-    async def handler(reader, writer, index):
-        await srv.read_request(reader)
-        if index == 0:
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            await writer.drain()
-            await srv.read_request(reader)  # the second request: the connection dies without a reply
-            writer.transport.abort()
-            return
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh")
+async def _ok_then_dies_unanswered(srv: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                                   index: int) -> None:
+    """The first connection answers "ok" to one request and dies without a reply on the next; any later
+    connection answers "fresh"."""
+    await srv.read_request(reader)
+    if index == 0:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
         await writer.drain()
-        await reader.read()
+        await srv.read_request(reader)  # the second request: the connection dies without a reply
+        writer.transport.abort()
+        return
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh")
+    await writer.drain()
+    await reader.read()
 
-    async with RawServer(handler) as srv, client() as c:
+
+async def test_a_kept_connection_that_dies_on_the_next_request_is_retried_once_on_a_fresh_one():
+    async with RawServer(lambda r, w, i: _ok_then_dies_unanswered(srv, r, w, i)) as srv, client() as c:
         assert (await c.get(srv.url)).content == b"ok"
         assert (await c.get(srv.url)).content == b"fresh"
     assert len(srv.writers) == 2 and len(srv.requests) == 3
@@ -315,19 +319,8 @@ async def test_a_large_body_goes_after_its_head_intact_and_again_whole_on_the_re
     kept connection died, and a small request still goes in a single piece."""
     body = bytes(range(256)) * (3 * http11.ONE_WRITE // 256 + 7)  # a few times the one-write size, odd length
 
-    async def handler(reader, writer, index):
-        await srv.read_request(reader)
-        if index == 0:
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            await writer.drain()
-            await srv.read_request(reader)  # the large request on the kept connection: it dies unanswered
-            writer.transport.abort()
-            return
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh")
-        await writer.drain()
-        await reader.read()
-
-    async with RawServer(handler) as srv, client() as c:
+    # the large request goes on the kept connection, which dies unanswered, and again on a fresh one
+    async with RawServer(lambda r, w, i: _ok_then_dies_unanswered(srv, r, w, i)) as srv, client() as c:
         assert len(await http11._request_bytes(c.build_request("POST", srv.url, content=b"tiny"))) == 1
         parts = await http11._request_bytes(c.build_request("POST", srv.url + "/big", content=body))
         assert len(parts) == 2 and parts[1] is body  # the body itself, not a copy joined to the head
