@@ -380,18 +380,19 @@ def run(cfg: Config, res: Results, wl: Any = None, harness: Any = None, prompts:
         cfg.log(f"long_session: pisces, a {n}-prompt session against fresh ones, prompts alternating{how}")
         harness.llm.set_script(llm_turns(2 * n), answer_after_ms=answer_after_ms)
         fresh = against_fresh(pisces.cmd, dict(harness.env), str(harness.cwd), n)
-        served = _llm_requests(harness.llm.port)
-        work = [float(r.get("work_ms", 0)) for r in served]
+        waited: dict[str, Any] = {}
+        if answer_after_ms:  # how often the server's own work took longer than the wait it pads to
+            served = _llm_requests(harness.llm.port)
+            work = [float(r.get("work_ms", 0)) for r in served]
+            waited = {"server_work_ms_max": max(work, default=0.0),
+                      "server_ms_min": min((float(r.get("ms", 0)) for r in served), default=0.0),
+                      "requests_beyond_the_wait": sum(w > answer_after_ms for w in work), "requests": len(work)}
         for p, row in fresh.items():
             lo, hi = row["window"]
-            if answer_after_ms:  # how often the server's own work took longer than the wait it pads to
-                row = {**row, "server_work_ms_max": max(work, default=0.0),
-                       "server_ms_min": min((float(r.get("ms", 0)) for r in served), default=0.0),
-                       "requests_beyond_the_wait": sum(w > answer_after_ms for w in work), "requests": len(work)}
             res.add(Figure(f"{key}_{p}", f"{n} prompts: agent CPU per prompt over a fresh session's, prompts "
                            f"alternating{how}, at prompt {p} (median of pairs {lo}-{hi})", "x", [row["ratio"]],
-                           ref_missing="pisces alone: its own fresh session is the reference", detail=row))
-    harness.llm.set_script([])
+                           ref_missing="pisces alone: its own fresh session is the reference",
+                           detail={**row, **waited}))
 
 
 def main() -> int:
