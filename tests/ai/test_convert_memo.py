@@ -15,6 +15,7 @@ from pisces.ai.providers._shared import MISS, MessageMemo
 from pisces.ai.providers.openai_chat_messages import _CHECKPOINTS, _CONVERTED, convert_messages
 from pisces.ai.providers.openai_compat import get_compat
 from pisces.ai.providers.openai_completions import build_body
+from pisces.ai.tracked_list import TrackedList
 from pisces.ai.types import (
     AssistantMessage,
     Context,
@@ -149,8 +150,36 @@ def test_a_long_sessions_checkpoint_keeps_its_json_in_few_pieces():
         assert b",".join(texts) == b",".join(encoded(p) for p in kept)
     assert kept == convert_messages(model, _ctx(_copies(history[:end])), compat, fresh=True)
     latest = _CHECKPOINTS[-1]
-    assert len(latest.params) > 500 and 1 < len(latest.chunks) <= len(latest.params).bit_length()
-    assert b",".join(latest.chunks) == b",".join(encoded(p) for p in latest.params)
+    held = latest.params.items[:latest.params.n]
+    assert len(held) > 500 and 1 < len(latest.chunks) <= len(held).bit_length()
+    assert b",".join(latest.chunks) == b",".join(encoded(p) for p in held)
+
+
+def test_a_checkpoint_holds_the_requests_own_lists_and_drops_them_once_changed():
+    model = MODELS[0]
+    compat = get_compat(model)
+    history = TrackedList(_history(random.Random(12), 300))
+    _CHECKPOINTS.clear()
+
+    def request(end: int) -> list:
+        texts: list[bytes] = []
+        messages = history.copy()
+        del messages[end:]
+        kept = convert_messages(model, _ctx(messages), compat, texts)
+        assert b",".join(texts) == b",".join(encoded(p) for p in kept)
+        assert kept == convert_messages(model, _ctx(_copies(history[:end])), compat, fresh=True)
+        return kept
+
+    kept = request(200)
+    latest = _CHECKPOINTS[-1]
+    assert latest.params.items is kept and latest.params.n <= len(kept)  # held, not copied
+    kept.append({"role": "user", "content": "appended by a hook"})  # growth: the checkpoint still holds
+    kept = request(230)
+    assert _CHECKPOINTS[-1] is not latest and _CHECKPOINTS[-1].params.items is kept
+    # a hook's edit of the list a checkpoint holds: the next request does not take the changed params
+    kept[1] = {"role": "user", "content": "replaced by a hook"}
+    kept.insert(0, {"role": "user", "content": "inserted by a hook"})
+    request(260)
 
 
 def test_a_payload_hook_gets_fresh_dicts_and_the_kept_ones_stay_unchanged():

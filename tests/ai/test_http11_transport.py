@@ -22,6 +22,7 @@ import pytest
 from pisces.ai.providers import direct, http11
 from pisces.ai.providers._http11_wire import Chunked
 from pisces.ai.providers._limits import body_chunks, http_client_options
+from pisces.ai.providers._memo import JsonBody, encoded
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 
@@ -324,6 +325,11 @@ async def test_a_large_body_goes_after_its_head_intact_and_again_whole_on_the_re
         assert len(await http11._request_bytes(c.build_request("POST", srv.url, content=b"tiny"))) == 1
         parts = await http11._request_bytes(c.build_request("POST", srv.url + "/big", content=body))
         assert len(parts) == 2 and parts[1] is body  # the body itself, not a copy joined to the head
+        # a body in pieces (chunked here): each large piece as it is, what lies between joined
+        pieces = direct._Pieces([b"s", body, b"t", body])
+        parts = await http11._request_bytes(c.build_request("POST", srv.url, content=pieces))
+        assert len(parts) == 5 and parts[1] is body and parts[3] is body
+        assert b"".join(parts).partition(b"\r\n\r\n")[2] == b"".join(chunk(p) for p in pieces.parts) + b"0\r\n\r\n"
         assert (await c.post(srv.url + "/first", content=b"x")).content == b"ok"
         assert (await c.post(srv.url + "/big", content=body)).content == b"fresh"
     assert len(srv.writers) == 2 and len(srv.requests) == 3
@@ -670,3 +676,40 @@ async def test_closing_early_drops_the_connection_and_aclose_leaks_no_socket():
         gc.collect()
     assert open_fds() == before
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+@pytest.mark.parametrize("transport", ["http11", "httpx2"])
+async def test_a_body_in_pieces_arrives_whole_framed_by_its_length_and_again_on_a_retry(monkeypatch, transport):
+    """A long session's body (a ``JsonBody`` whose kept JSON has large pieces) goes out in those pieces, not
+    joined: what the server reads is the body's JSON byte for byte, framed by ``Content-Length`` (not
+    chunked), through this transport and httpx2's own, and the same again when a 500 is retried."""
+    messages = [{"role": "user", "content": "a" * 100_000}, {"role": "assistant", "content": "b"},
+                {"role": "user", "content": "é" * 70_000}]
+    body = JsonBody(model="m", messages=messages, stream=True)
+    texts = [encoded(m) for m in messages]
+    body.keep_texts("messages", texts)
+    parts = body.to_parts()
+    assert len(parts) == 5 and parts[1] is texts[0] and parts[3] is texts[2]  # the large pieces as they are
+    whole = encoded(dict(body))
+
+    async def handler(reader, writer, index):
+        while await srv.read_request(reader) is not None:
+            if len(srv.requests) == 1:
+                writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\nbusy")
+            else:
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+
+    async with RawServer(handler) as srv, (client() if transport == "http11" else httpx2.AsyncClient()) as c:
+        monkeypatch.setattr(direct, "_client", lambda: c)
+        monkeypatch.setattr(direct, "retry_delay", lambda taken, headers=None: 0.0)
+        response = await direct.post_stream(srv.url + "/v1/chat/completions", {"X-Test": "1"}, body,
+                                            max_retries=2, timeout=None)
+        assert await response.aread() == b"ok"
+        await response.aclose()
+    assert len(srv.requests) == 2
+    for request in srv.requests:
+        head, _, got = request.partition(b"\r\n\r\n")
+        assert got == whole
+        assert f"content-length: {len(whole)}\r\n".encode() in head.lower() + b"\r\n"
+        assert b"transfer-encoding" not in head.lower()

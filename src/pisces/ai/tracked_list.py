@@ -107,3 +107,40 @@ def same_start(copy: Any, origin: Origin | None, length: int) -> bool:
         return False
     source, edits, took = mine
     return source is origin[0] and edits == origin[1] and length <= min(took, origin[2])
+
+
+class Prefix:
+    """The first ``n`` items of a list as they are now, kept for later: a ``TrackedList`` is held as it is
+    (no copy; ``held`` says whether its first ``n`` items are still those), any other list copied."""
+
+    __slots__ = ("items", "n", "edits")
+
+    def __init__(self, items: list[Any], n: int) -> None:
+        self.n = n
+        if type(items) is TrackedList:
+            self.items: list[Any] = items
+            self.edits: int | None = items.edits
+        else:
+            self.items = items[:n]
+            self.edits = None
+
+    def held(self) -> bool:
+        """Whether the items are still the ones they were (always, for a copy)."""
+        items = self.items
+        return self.edits is None or (type(items) is TrackedList and items.unchanged_since(self.edits, self.n))
+
+    def last(self, k: int) -> list[Any]:
+        """The last ``k`` of the ``n`` items."""
+        return self.items[max(0, self.n - k):self.n]
+
+    def extend_into(self, out: list[Any]) -> None:
+        """Append the ``n`` items to ``out`` (a pass over them; a longer held list's rest is dropped after)."""
+        start = len(out)
+        out += self.items
+        if len(out) > start + self.n:
+            list.__delitem__(out, slice(start + self.n, None))  # what was added past the prefix: not an edit
+
+    def equals(self, items: list[Any]) -> bool:
+        """Whether ``items`` (of length ``n``) holds equal items in the same order."""
+        mine = self.items
+        return (mine if len(mine) == self.n else mine[:self.n]) == items

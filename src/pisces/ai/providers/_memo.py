@@ -46,6 +46,9 @@ def grown(chunks: tuple[bytes, ...], more: list[bytes]) -> tuple[bytes, ...]:
     return tuple(out)
 
 
+LARGE = 64 * 1024  # a kept piece of JSON this long is handed on as it is, not joined into a larger one
+
+
 class JsonBody(dict[str, Any]):
     """A request body with the encoded JSON of each element of ``body[key]`` at hand (see the module's doc)."""
 
@@ -70,8 +73,14 @@ class JsonBody(dict[str, Any]):
 
     def to_bytes(self) -> bytes:
         """``encoded(self)``, the same bytes, without encoding the kept elements again (one copy of them)."""
+        return b"".join(self.to_parts())
+
+    def to_parts(self) -> list[bytes]:
+        """The bytes of ``to_bytes`` in pieces: each kept piece of ``LARGE`` bytes or more as it is, what lies
+        between them joined. A long session's body is its history's few large pieces and small ones between:
+        sent in these pieces, it is not copied whole once more before the socket takes it."""
         if not hasattr(self, "_texts") or not self._intact() or not all(isinstance(k, str) for k in self):
-            return encoded(self)
+            return [encoded(self)]
         head: list[bytes] = []
         tail: list[bytes] = []
         side = head
@@ -81,10 +90,17 @@ class JsonBody(dict[str, Any]):
                 side = tail
             else:
                 side.append(encoded(k) + b":" + encoded(v))
-        parts = [b"{" + b",".join(head)]
-        for i, text in enumerate(self._texts):  # one copy of each piece (a long session's: a few large ones)
+        out: list[bytes] = []
+        run = [b"{" + b",".join(head)]
+        for i, text in enumerate(self._texts):
             if i:
-                parts.append(b",")
-            parts.append(text)
-        parts.append(b"]" + (b"," if tail else b"") + b",".join(tail) + b"}")
-        return b"".join(parts)
+                run.append(b",")
+            if len(text) >= LARGE:
+                out.append(b"".join(run))
+                out.append(text)
+                run = []
+            else:
+                run.append(text)
+        run.append(b"]" + (b"," if tail else b"") + b",".join(tail) + b"}")
+        out.append(b"".join(run))
+        return out

@@ -41,7 +41,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, AsyncIterator
 
 from pisces.ai.providers._limits import http_client_options
 from pisces.ai.providers._memo import JsonBody
@@ -316,6 +316,20 @@ def retry_delay(retries_taken: int, headers: Any = None) -> float:
     return max(0.0, sleep * (1 - 0.25 * random.random()))
 
 
+class _Pieces:
+    """A request body in pieces, sent one after the other as often as asked (a retry sends it again)."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, parts: list[bytes]) -> None:
+        self.parts = parts
+        self.size = sum(map(len, parts))
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for part in self.parts:
+            yield part
+
+
 async def post_stream(url: str, headers: dict[str, str], body: Any, *, max_retries: int | None,
                       timeout: float | None) -> Any:
     """POST ``body`` (JSON) and return the streamed response once its status is a success; retries as the
@@ -324,9 +338,11 @@ async def post_stream(url: str, headers: dict[str, str], body: Any, *, max_retri
 
     await _await_prepare()
     client = _client()
-    # a JsonBody (a long session's messages, their JSON text kept between requests) joins what it has
-    content = (body.to_bytes() if isinstance(body, JsonBody) else
-               json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=True).encode("utf-8"))
+    # a JsonBody (a long session's messages, their JSON text kept between requests) joins what it has: a
+    # large body in a few pieces, sent one after the other (``_Pieces``) instead of joined once more
+    parts = (body.to_parts() if isinstance(body, JsonBody) else
+             [json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=True).encode("utf-8")])
+    content: bytes | _Pieces = parts[0] if len(parts) == 1 else _Pieces(parts)
     retries = 2 if max_retries is None else max(0, max_retries)
     read: float | int = timeout if timeout is not None else int(DEFAULT_TIMEOUT_S)
     request_timeout = httpx2.Timeout(timeout, connect=DEFAULT_CONNECT_TIMEOUT_S) if timeout is not None else None
@@ -342,6 +358,9 @@ async def post_stream(url: str, headers: dict[str, str], body: Any, *, max_retri
         if request_timeout is not None:
             kwargs["timeout"] = request_timeout
         request = client.build_request("POST", url, **kwargs)
+        if isinstance(content, _Pieces):  # framed by its length, as a body in one piece is: not chunked
+            del request.headers["Transfer-Encoding"]
+            request.headers["Content-Length"] = str(content.size)
         try:
             response = await client.send(request, stream=True)
         except httpx2.TimeoutException as exc:

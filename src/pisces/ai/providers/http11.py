@@ -57,7 +57,7 @@ import httpx2
 from pisces.ai.providers._http11_wire import FIELD_VALUE, MAX_HEAD, TOKEN, Chunked, Conn, framing, parse_head
 
 _HEAD_END = re.compile(rb"\n\r?\n")  # the blank line after a head (CRLF or bare LF lines, as h11 reads)
-ONE_WRITE = 64 * 1024  # a request up to this size goes in one write; a larger body has a write of its own
+ONE_WRITE = 64 * 1024  # a request up to this size goes in one write; a larger piece of a body has one of its own
 _DISCONNECTED = "Server disconnected without sending a response."
 _INCOMPLETE = "peer closed connection without sending complete message body: "
 
@@ -274,8 +274,8 @@ class Http11Transport(httpx2.AsyncBaseTransport):
 async def _request_bytes(request: httpx2.Request) -> list[bytes]:
     """The request as h11 writes it: request line, httpx2's headers in order and casing, blank line, body
     (chunk-encoded when the headers say ``Transfer-Encoding: chunked``), in pieces written one after the
-    other. Gathered once: a retry resends it. A large body stays the piece it came as (a long session's
-    request is as large as its history: joining the head to it would copy all of it once more)."""
+    other. Gathered once: a retry resends it. A large piece of the body stays the piece it came as (a long
+    session's request is as large as its history: joining the head to it would copy all of it once more)."""
     parts = [request.method.encode("ascii"), b" ", request.url.raw_path, b" HTTP/1.1\r\n"]
     chunked = False
     for name, value in request.headers.raw:
@@ -294,9 +294,24 @@ async def _request_bytes(request: httpx2.Request) -> list[bytes]:
         parts += (b"%x\r\n" % len(piece), piece, b"\r\n") if chunked else (piece,)
     if chunked:
         parts.append(b"0\r\n\r\n")
-    if len(parts) > 1 and len(parts[-1]) > ONE_WRITE:
-        return [b"".join(parts[:-1]), parts[-1]]
-    return [b"".join(parts)]
+    return _grouped(parts)
+
+
+def _grouped(parts: list[bytes]) -> list[bytes]:
+    """``parts`` as writes: a piece over ``ONE_WRITE`` as it is, the pieces between such ones joined."""
+    out: list[bytes] = []
+    run: list[bytes] = []
+    for part in parts:
+        if len(part) > ONE_WRITE:
+            if run:
+                out.append(b"".join(run))
+                run = []
+            out.append(part)
+        else:
+            run.append(part)
+    if run or not out:
+        out.append(b"".join(run))
+    return out
 
 
 async def _read_head(conn: Conn, timeout: float | None, retry: bool) -> tuple[int, int, bytes, list, bytes]:

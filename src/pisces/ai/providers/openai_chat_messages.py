@@ -21,7 +21,7 @@ from typing import Any, Callable
 from pisces.ai.providers._memo import encoded, grown
 from pisces.ai.providers._shared import KEEP_ROUNDS, MISS, MessageMemo, Transformer, sanitize
 from pisces.ai.providers._shared import sweep_transformed as _TRANSFORMED_SWEEP
-from pisces.ai.tracked_list import Origin, TrackedList, origin_of, same_start
+from pisces.ai.tracked_list import Origin, Prefix, TrackedList, origin_of, same_start
 from pisces.ai.types import (
     AssistantMessage,
     Context,
@@ -130,17 +130,18 @@ class _Checkpoint:
     """A conversion up to and including a user message: its inputs (and the content lists of the last
     ``RECENT`` of them, with their lengths), the params they gave and the JSON of those in a few pieces that
     join with commas (``chunks``, see ``_memo.grown``: the next checkpoint adds to them without copying the
-    whole history again), and the tool-call ids renamed before it."""
+    whole history again), and the tool-call ids renamed before it. The inputs and params are the request's
+    own lists, held as long as they are not changed (``Prefix``): a long session's checkpoint copies neither."""
 
     __slots__ = ("key", "system", "inputs", "origin", "contents", "lens", "params", "chunks", "id_map", "used")
 
-    def __init__(self, key: tuple, system: Any, inputs: list[Any], params: list[dict[str, Any]],
+    def __init__(self, key: tuple, system: Any, inputs: Prefix, params: Prefix,
                  chunks: tuple[bytes, ...], id_map: dict[str, str], origin: Origin | None = None) -> None:
         self.key = key
         self.system = system
         self.inputs = inputs
         self.origin = origin  # the history (and its edit count) the request's messages were a copy of
-        self.contents = list(map(_CONTENT, inputs[-RECENT:]))
+        self.contents = list(map(_CONTENT, inputs.last(RECENT)))
         self.lens = list(map(len, self.contents))
         self.params = params
         self.chunks = chunks
@@ -154,15 +155,17 @@ class _Checkpoint:
         as long as they were (a message replaced in place: an extension's ``message_end`` handler does so
         while the run goes on, and a run's handlers are done before the next prompt). When both requests'
         messages are copies of one history that only grew in between (``same_start``), its first messages
-        are the same objects without comparing them."""
-        n = len(self.inputs)
-        if key != self.key or len(messages) < n or system != self.system:
+        are the same objects without comparing them. A checkpoint whose held lists were changed since (a
+        payload hook's edit of the params) fits nothing."""
+        n = self.inputs.n
+        if (key != self.key or len(messages) < n or system != self.system or not self.inputs.held()
+                or not self.params.held()):
             return False
         if same_start(messages, self.origin, n):
             recent = messages[max(0, n - RECENT):n]
         else:
             head = messages[:n]
-            if head != self.inputs:
+            if not self.inputs.equals(head):
                 return False
             recent = head[-RECENT:]
         contents = list(map(_CONTENT, recent))
@@ -227,10 +230,10 @@ def _convert_messages(model: Model, context: Context, compat: dict[str, Any], te
     pieces: list[bytes] | None = [] if texts is not None or not fresh else None  # joined by commas: their JSON
     cp = None if fresh else _resume(key, system, inputs)
     if cp is not None:
-        params += cp.params
+        cp.params.extend_into(params)
         if pieces is not None:
             pieces += cp.chunks
-        start = len(cp.inputs)
+        start = cp.inputs.n
         t = Transformer(model, normalize, cp.id_map)
     else:
         start = 0
@@ -260,7 +263,8 @@ def _convert_messages(model: Model, context: Context, compat: dict[str, Any], te
                 _CHECKPOINTS.remove(cp)
             try:
                 kept = cp.chunks if cp is not None else ()
-                _CHECKPOINTS.append(_Checkpoint(key, system, inputs[:last_user + 1], params[:cut_at[0]],
+                _CHECKPOINTS.append(_Checkpoint(key, system, Prefix(inputs, last_user + 1),
+                                                Prefix(params, cut_at[0]),
                                                 grown(kept, pieces[len(kept):cut_at[1]]), id_map,
                                                 origin_of(inputs)))
             except AttributeError:  # a message without a content list: no checkpoint
