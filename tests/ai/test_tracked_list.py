@@ -162,3 +162,43 @@ def test_a_body_kept_as_a_tracked_list_is_encoded_again_after_any_change():
         edit(body["messages"])
         plain = json.dumps(dict(body), ensure_ascii=False, separators=(",", ":"), allow_nan=True)
         assert body.to_bytes() == plain.encode("utf-8"), name
+
+
+@pytest.mark.parametrize("name,edit", EDITS, ids=[e[0] for e in EDITS])
+def test_a_seal_covers_the_items_then_and_ends_with_any_edit(name, edit):
+    xs = TrackedList(["x", "y", "z"])
+    assert xs.final_items() == 0  # nothing is final until the owner says so
+    xs.seal()
+    xs.append("w")  # growth: the sealed items stay sealed, the new one is not
+    assert xs.final_items() == 3 and xs.copy().final_items() == 0  # a copy has its own (none)
+    edit(xs)
+    assert xs.final_items() == 0, name
+
+
+def test_a_checkpoint_compares_the_contents_of_messages_not_final_when_it_was_made():
+    """A sealed history's checkpoint compares only the content lists of messages sealed after it was made; a
+    message replaced in place before its seal (an extension's ``message_end`` handler during the run) is
+    still seen by the next request, even when the history has been sealed since."""
+    model = MODELS[0]
+    compat = get_compat(model)
+    history = TrackedList(_history(random.Random(5), 600))
+    history.seal()  # the runs so far are over
+    history.append(UserMessage(content=[TextContent(text="the next prompt")], timestamp=1))
+    ocm._CHECKPOINTS.clear()
+
+    def request() -> list:
+        texts: list[bytes] = []
+        kept = convert_messages(model, _ctx(history.copy()), compat, texts)
+        assert kept == convert_messages(model, _ctx(_copies(history)), compat, fresh=True)
+        assert b",".join(texts) == b",".join(json.dumps(p, ensure_ascii=False, separators=(",", ":"),
+                                                        allow_nan=True).encode() for p in kept)
+        return kept
+
+    request()
+    made = ocm._CHECKPOINTS[-1]
+    assert made.inputs.n == 601 and made.checked == 600  # the new prompt's message only
+    history[-1].content = [TextContent(text="replaced in place by a handler")]  # during the run: no edit
+    history.seal()  # the run is over
+    kept = request()  # the checkpoint was made before that message was final: its change is seen
+    assert "replaced in place by a handler" in json.dumps(kept[-1])
+    assert ocm._CHECKPOINTS[-1].checked == 601  # and now it is final: nothing left to compare

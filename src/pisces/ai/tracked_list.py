@@ -11,7 +11,9 @@ length it came from (``origin``), so two copies of one history can be compared t
 each took from it (what was appended to a copy afterwards is its own).
 
 What it cannot see: an item changed in place (a message whose content list is edited). Readers that depend
-on items' insides check those themselves, as before.
+on items' insides check those themselves, as before; the list's owner can spare them most of that with
+:meth:`TrackedList.seal`, which says that the items it holds now will not be changed in place any more (a
+session says so once a run's extension handlers are done, see ``final_items``).
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ class TrackedList(list[Any]):
     """A list with ``edits`` (changes other than growth at the end) and, for a copy, ``origin``: the list it was
     copied from, that list's ``edits`` then and how many items it had."""
 
-    __slots__ = ("edits", "origin", "__weakref__")
+    __slots__ = ("edits", "origin", "sealed", "__weakref__")
 
     edits: int
     origin: Origin | None
+    sealed: tuple[int, int]  # ``edits`` and the length when ``seal`` was called
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         try:
@@ -36,6 +39,7 @@ class TrackedList(list[Any]):
         except AttributeError:
             self.edits = 0
             self.origin = None
+            self.sealed = (-1, 0)
         if isinstance(items, list) and type(items) is not list:
             # ``list.__init__`` copies a list's subclass (this one) item by item; ``list.copy`` of it is a plain
             # list, copied in one step, and so is that: a third less time for 4,000 items
@@ -47,6 +51,16 @@ class TrackedList(list[Any]):
         dup = TrackedList(self)
         dup.origin = (self, self.edits, len(dup))
         return dup
+
+    def seal(self) -> None:
+        """Its owner's word that none of the items it holds now will be changed in place any more (their
+        insides are final). Items appended afterwards are not covered; any edit of the list ends it."""
+        self.sealed = (self.edits, len(self))
+
+    def final_items(self) -> int:
+        """How many of the first items were sealed (``seal``) with no edit of the list since."""
+        edits, length = self.sealed
+        return length if edits == self.edits else 0
 
     def unchanged_since(self, edits: int, length: int) -> bool:
         """Whether the first ``length`` items are the very ones they were when ``edits`` was the count."""
@@ -129,9 +143,9 @@ class Prefix:
         items = self.items
         return self.edits is None or (type(items) is TrackedList and items.unchanged_since(self.edits, self.n))
 
-    def last(self, k: int) -> list[Any]:
-        """The last ``k`` of the ``n`` items."""
-        return self.items[max(0, self.n - k):self.n]
+    def since(self, start: int) -> list[Any]:
+        """The items from ``start`` to ``n``."""
+        return self.items[start:self.n]
 
     def extend_into(self, out: list[Any]) -> None:
         """Append the ``n`` items to ``out`` (a pass over them; a longer held list's rest is dropped after)."""

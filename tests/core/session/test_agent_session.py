@@ -65,6 +65,24 @@ async def test_a_tool_call_runs_against_the_real_directory(tmp_path, faux):
     assert any(_tag(m) == "toolResult" for m in second.messages)
 
 
+async def test_the_history_is_sealed_once_a_run_and_its_handlers_are_done(tmp_path, faux):
+    """What the session seals (its messages final, see ``TrackedList.seal``): every message of the runs that
+    are over, none of the run going on."""
+    session, events = await _session(tmp_path, no_session=True)
+    during: list[tuple[int, int]] = []
+    session.subscribe(lambda e: during.append((session.agent.messages.final_items(), len(session.agent.messages)))
+                      if _type(e) == "message_end" else None)
+    faux.enqueue({"toolCalls": [{"name": "read", "arguments": {"path": "nothing.txt"}}]}, {"text": "done"})
+    await session.prompt("first")
+    assert during and all(final == 0 for final, _ in during)
+    assert session.agent.messages.final_items() == len(session.agent.messages) == 4
+    during.clear()
+    faux.enqueue({"text": "again"})
+    await session.prompt("second")
+    assert during and all(final == 4 for final, _ in during) and max(n for _, n in during) == 6
+    assert session.agent.messages.final_items() == 6
+
+
 async def test_a_steer_sent_while_streaming_reaches_the_next_turn(tmp_path, faux):
     session, events = await _session(tmp_path, no_session=True)
     faux.enqueue({"text": "slow " * 20, "delayMs": 20}, {"text": "steered answer"})

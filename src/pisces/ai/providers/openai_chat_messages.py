@@ -127,13 +127,18 @@ def _one(msg: Any, compat: dict[str, Any], bridge: bool, reasoning: bool, takes_
 
 
 class _Checkpoint:
-    """A conversion up to and including a user message: its inputs (and the content lists of the last
-    ``RECENT`` of them, with their lengths), the params they gave and the JSON of those in a few pieces that
-    join with commas (``chunks``, see ``_memo.grown``: the next checkpoint adds to them without copying the
-    whole history again), and the tool-call ids renamed before it. The inputs and params are the request's
-    own lists, held as long as they are not changed (``Prefix``): a long session's checkpoint copies neither."""
+    """A conversion up to and including a user message: its inputs (and the content lists of those that may
+    still change in place, from ``checked`` on, with their lengths), the params they gave and the JSON of those
+    in a few pieces that join with commas (``chunks``, see ``_memo.grown``: the next checkpoint adds to them
+    without copying the whole history again), and the tool-call ids renamed before it. The inputs and params
+    are the request's own lists, held as long as they are not changed (``Prefix``): a long session's
+    checkpoint copies neither. The messages that may still change: the last ``RECENT``, and of a history's
+    copy only those its history had not sealed when the copy was converted (``TrackedList.seal``: a session
+    seals its history once a run's extension handlers are done; the next prompt's request then compares the
+    content lists of none but the newest messages)."""
 
-    __slots__ = ("key", "system", "inputs", "origin", "contents", "lens", "params", "chunks", "id_map", "used")
+    __slots__ = ("key", "system", "inputs", "origin", "checked", "contents", "lens", "params", "chunks", "id_map",
+                 "used")
 
     def __init__(self, key: tuple, system: Any, inputs: Prefix, params: Prefix,
                  chunks: tuple[bytes, ...], id_map: dict[str, str], origin: Origin | None = None) -> None:
@@ -141,7 +146,11 @@ class _Checkpoint:
         self.system = system
         self.inputs = inputs
         self.origin = origin  # the history (and its edit count) the request's messages were a copy of
-        self.contents = list(map(_CONTENT, inputs.last(RECENT)))
+        final = 0  # how many of the first inputs were final (sealed) when they were converted
+        if origin is not None and origin[0].edits == origin[1]:
+            final = min(origin[0].final_items(), origin[2])
+        self.checked = max(0, inputs.n - RECENT, min(final, inputs.n))
+        self.contents = list(map(_CONTENT, inputs.since(self.checked)))
         self.lens = list(map(len, self.contents))
         self.params = params
         self.chunks = chunks
@@ -151,9 +160,9 @@ class _Checkpoint:
     def fits(self, key: tuple, system: Any, messages: list[Any]) -> bool:
         """Whether ``messages`` starts with this checkpoint's inputs: equal messages, mostly the same objects
         (a list compares those by identity first; equal ones convert alike, and ``convert_to_llm`` makes a
-        compaction summary's message again at every request), the last ``RECENT`` with equal content lists
-        as long as they were (a message replaced in place: an extension's ``message_end`` handler does so
-        while the run goes on, and a run's handlers are done before the next prompt). When both requests'
+        compaction summary's message again at every request), those from ``checked`` on with equal content
+        lists as long as they were (a message replaced in place: an extension's ``message_end`` handler does
+        so while the run goes on, and a run's handlers are done before the next prompt). When both requests'
         messages are copies of one history that only grew in between (``same_start``), its first messages
         are the same objects without comparing them. A checkpoint whose held lists were changed since (a
         payload hook's edit of the params) fits nothing."""
@@ -162,18 +171,18 @@ class _Checkpoint:
                 or not self.params.held()):
             return False
         if same_start(messages, self.origin, n):
-            recent = messages[max(0, n - RECENT):n]
+            recent = messages[self.checked:n]
         else:
             head = messages[:n]
             if not self.inputs.equals(head):
                 return False
-            recent = head[-RECENT:]
+            recent = head[self.checked:]
         contents = list(map(_CONTENT, recent))
         return contents == self.contents and list(map(len, contents)) == self.lens
 
 
 _CONTENT = attrgetter("content")
-RECENT = 512  # the messages whose content lists a checkpoint compares (older ones are not changed in place)
+RECENT = 512  # at most the messages whose content lists a checkpoint compares (older ones are not changed in place)
 _CHECKPOINTS: list[_Checkpoint] = []  # the latest last: about one per conversation of the process
 MAX_CHECKPOINTS = 4
 _round = 0  # requests converted so far
