@@ -90,7 +90,9 @@ def test_aborted_reads_do_not_pile_up_workers_and_eof_still_ends_the_process(hom
     os.mkfifo(os.path.join(home.cwd, "pipe"))
     with open(os.path.join(home.cwd, "small.txt"), "w") as f:
         f.write("small and fine\n")
-    huge = {"toolCalls": [{"name": "read", "arguments": {"path": "huge.txt"}}]}
+    # from a line the file does not have: the scan goes on through the whole file (no output is decided
+    # before it), so the abort finds it scanning however late it comes on a busy machine
+    huge = {"toolCalls": [{"name": "read", "arguments": {"path": "huge.txt", "offset": 1_000_000}}]}
     script = home.faux_script([huge] * 8 + [
         {"toolCalls": [{"name": "read", "arguments": {"path": "pipe"}},
                        {"name": "read", "arguments": {"path": "small.txt"}}]},
