@@ -13,6 +13,7 @@ Every wait is bounded; the server's bodies are generators (nothing is built in m
 from __future__ import annotations
 
 import json
+import time
 
 from robust_harness import Agent, events_of, write_scripted_config
 
@@ -63,6 +64,11 @@ def test_a_50_mb_error_body_costs_kilobytes(tmp_path, server):
         assert text.startswith("503 ") and len(text) <= MAX_ERROR_MESSAGE_CHARS + 100, text[:200]
         written = frame_bytes(frames)
         assert written < 512 * 1024, f"{written} bytes of frames for one failed prompt"
+        # the server's threads notice the hang-up at their next write, which on a busy machine may come after
+        # the agent settled: wait for each to end one way or the other
+        deadline = time.monotonic() + 30
+        while not all(s.client_hung_up or s.finished for s in server.sent) and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert all(s.client_hung_up for s in server.sent), "every 50 MB body was read to its end"
         assert agent.request({"id": "s", "type": "get_state"})["data"]["isStreaming"] is False
         assert not agent.violations

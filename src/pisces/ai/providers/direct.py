@@ -359,7 +359,7 @@ async def post_stream(url: str, headers: dict[str, str], body: Any, *, max_retri
             kwargs["timeout"] = request_timeout
         request = client.build_request("POST", url, **kwargs)
         if isinstance(content, _Pieces):  # framed by its length, as a body in one piece is: not chunked
-            del request.headers["Transfer-Encoding"]
+            request.headers.pop("Transfer-Encoding", None)
             request.headers["Content-Length"] = str(content.size)
         try:
             response = await client.send(request, stream=True)
