@@ -22,7 +22,7 @@ import pytest
 from pisces.ai.providers import direct, http11
 from pisces.ai.providers._http11_wire import Chunked
 from pisces.ai.providers._limits import body_chunks, http_client_options
-from pisces.ai.providers._memo import JsonBody, encoded
+from pisces.ai.providers._memo import LARGE, JsonBody, encoded
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 
@@ -318,7 +318,7 @@ async def test_a_large_body_goes_after_its_head_intact_and_again_whole_on_the_re
     """A body larger than one write is written on its own after the head (not joined to it first); what
     arrives is the same request byte for byte, on the first connection and again on the fresh one after the
     kept connection died, and a small request still goes in a single piece."""
-    body = bytes(range(256)) * (3 * http11.ONE_WRITE // 256 + 7)  # a few times the one-write size, odd length
+    body = bytes(range(256)) * (3 * LARGE // 256 + 7)  # a few times the one-write size, odd length
 
     # the large request goes on the kept connection, which dies unanswered, and again on a fresh one
     async with RawServer(lambda r, w, i: _ok_then_dies_unanswered(srv, r, w, i)) as srv, client() as c:

@@ -50,7 +50,7 @@ class Agent:
         self.tools: list[AgentTool] = list(tools or [])
         self.thinking_level = thinking_level
         # the history grows at its end; a TrackedList tells the request path when it changed otherwise
-        self.messages: list[Any] = TrackedList(messages or [])
+        self.messages: TrackedList = TrackedList(messages or [])
         self.convert_to_llm = convert_to_llm
         self.stream_options = stream_options
         self.transform_context = transform_context

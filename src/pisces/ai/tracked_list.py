@@ -141,7 +141,7 @@ class Prefix:
     def held(self) -> bool:
         """Whether the items are still the ones they were (always, for a copy)."""
         items = self.items
-        return self.edits is None or (type(items) is TrackedList and items.unchanged_since(self.edits, self.n))
+        return self.edits is None or (isinstance(items, TrackedList) and items.unchanged_since(self.edits, self.n))
 
     def since(self, start: int) -> list[Any]:
         """The items from ``start`` to ``n``."""

@@ -46,7 +46,25 @@ def grown(chunks: tuple[bytes, ...], more: list[bytes]) -> tuple[bytes, ...]:
     return tuple(out)
 
 
-LARGE = 64 * 1024  # a kept piece of JSON this long is handed on as it is, not joined into a larger one
+LARGE = 64 * 1024  # a piece of a body this long is handed on as it is, not joined into a larger one
+
+
+def coalesced(parts: list[bytes]) -> list[bytes]:
+    """The bytes of ``parts`` in as few pieces as can be had without copying a large one: each piece of
+    ``LARGE`` bytes or more as it is, each run of smaller ones between them joined into one."""
+    out: list[bytes] = []
+    run: list[bytes] = []
+    for part in parts:
+        if len(part) >= LARGE:
+            if run:
+                out.append(b"".join(run))
+                run = []
+            out.append(part)
+        else:
+            run.append(part)
+    if run or not out:
+        out.append(b"".join(run))
+    return out
 
 
 class JsonBody(dict[str, Any]):
@@ -90,17 +108,10 @@ class JsonBody(dict[str, Any]):
                 side = tail
             else:
                 side.append(encoded(k) + b":" + encoded(v))
-        out: list[bytes] = []
-        run = [b"{" + b",".join(head)]
+        parts = [b"{" + b",".join(head)]
         for i, text in enumerate(self._texts):
             if i:
-                run.append(b",")
-            if len(text) >= LARGE:
-                out.append(b"".join(run))
-                out.append(text)
-                run = []
-            else:
-                run.append(text)
-        run.append(b"]" + (b"," if tail else b"") + b",".join(tail) + b"}")
-        out.append(b"".join(run))
-        return out
+                parts.append(b",")
+            parts.append(text)
+        parts.append(b"]" + (b"," if tail else b"") + b",".join(tail) + b"}")
+        return coalesced(parts)

@@ -55,9 +55,9 @@ from typing import Any, AsyncIterator
 import httpx2
 
 from pisces.ai.providers._http11_wire import FIELD_VALUE, MAX_HEAD, TOKEN, Chunked, Conn, framing, parse_head
+from pisces.ai.providers._memo import coalesced
 
 _HEAD_END = re.compile(rb"\n\r?\n")  # the blank line after a head (CRLF or bare LF lines, as h11 reads)
-ONE_WRITE = 64 * 1024  # a request up to this size goes in one write; a larger piece of a body has one of its own
 _DISCONNECTED = "Server disconnected without sending a response."
 _INCOMPLETE = "peer closed connection without sending complete message body: "
 
@@ -294,24 +294,7 @@ async def _request_bytes(request: httpx2.Request) -> list[bytes]:
         parts += (b"%x\r\n" % len(piece), piece, b"\r\n") if chunked else (piece,)
     if chunked:
         parts.append(b"0\r\n\r\n")
-    return _grouped(parts)
-
-
-def _grouped(parts: list[bytes]) -> list[bytes]:
-    """``parts`` as writes: a piece over ``ONE_WRITE`` as it is, the pieces between such ones joined."""
-    out: list[bytes] = []
-    run: list[bytes] = []
-    for part in parts:
-        if len(part) > ONE_WRITE:
-            if run:
-                out.append(b"".join(run))
-                run = []
-            out.append(part)
-        else:
-            run.append(part)
-    if run or not out:
-        out.append(b"".join(run))
-    return out
+    return coalesced(parts)
 
 
 async def _read_head(conn: Conn, timeout: float | None, retry: bool) -> tuple[int, int, bytes, list, bytes]:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 from pisces.agent.agent import Agent
 from pisces.agent.types import AgentTool, MessageEndEvent, MessageStartEvent, MessageUpdateEvent
 from pisces.ai.models import clamp_thinking_level
-from pisces.ai.tracked_list import TrackedList
 from pisces.ai.types import AssistantMessage, Model, StreamOptions, TextContent, UserMessage, now_ms
 from pisces.core.config.auth import no_api_key_error
 from pisces.core.config.models_registry import UNKNOWN_MODEL, ModelRegistry, next_thinking_level
@@ -355,10 +354,9 @@ class AgentSession(SessionSwitching):
                 return self.agent.prompt(msgs)
         await self._after_run()
         await self.hooks.drain()  # extension handlers of this run's events are done, their frames written
-        if isinstance(self.agent.messages, TrackedList):
-            # no handler replaces these messages in place any more: the next request's checkpoint does not
-            # compare their contents again (see pisces.ai.providers.openai_chat_messages)
-            self.agent.messages.seal()
+        # no handler replaces these messages in place any more: the next request's checkpoint does not compare
+        # their contents again (see pisces.ai.providers.openai_chat_messages)
+        self.agent.messages.seal()
         self.emit({"type": "agent_settled"})
         if self.plan_mode is not None:
             self.plan_mode.after_run()  # an approved plan carried out in a new session starts now
